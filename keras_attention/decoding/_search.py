@@ -1,0 +1,103 @@
+"""What greedy and beam search share: argument checks, encoding the source
+once, and the decoding loop, either over the KV cache (`ops.while_loop`,
+fixed shapes: compiles once) or by full recomputation of the prefix (the
+reference the cache must match, and the baseline of the benchmark).
+
+Shape legend: B batch, K beams, S source length, L maximum decoded length,
+V vocabulary size, D model depth.
+"""
+
+import numpy as np
+from keras import ops
+
+# A finite "minus infinity": keeps arithmetic on dead beams free of NaN.
+NEG_INF = -1e9
+
+
+def check_search_args(model, max_length, start_id, end_id, beam_size=1, length_penalty=0.0):
+    def positive_int(name, value):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+            raise ValueError(f"`{name}` must be a positive integer; received {name}={value!r}.")
+
+    positive_int("max_length", max_length)
+    positive_int("beam_size", beam_size)
+    if max_length > model.max_length:
+        raise ValueError(
+            f"`max_length`={max_length} exceeds the model's max_length="
+            f"{model.max_length} (its number of positions)."
+        )
+    vocabulary = model.decoder_vocabulary_size
+    for name, value in (("start_id", start_id), ("end_id", end_id)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < vocabulary:
+            raise ValueError(
+                f"`{name}` must be a token id in [0, {vocabulary}); received {name}={value!r}."
+            )
+    if not length_penalty >= 0:
+        raise ValueError(f"`length_penalty` must be >= 0; received length_penalty={length_penalty!r}.")
+
+
+def encode_source(model, encoder_tokens, beam_size=1):
+    """Encodes once and repeats each sentence `beam_size` times (b*K + k)."""
+    encoder_outputs, encoder_mask = model.encode(encoder_tokens)  # [B, S, D], [B, S]
+    if beam_size > 1:
+        encoder_outputs = ops.repeat(encoder_outputs, beam_size, axis=0)  # [B*K, S, D]
+        encoder_mask = ops.repeat(encoder_mask, beam_size, axis=0)  # [B*K, S]
+    return encoder_outputs, encoder_mask
+
+
+def _concrete_bool(x):
+    """The value of a scalar tensor when it has one (eager), else None."""
+    try:
+        return bool(ops.convert_to_numpy(x))
+    except Exception:  # symbolic while tracing a graph
+        return None
+
+
+def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update, keep_going,
+               reorder_cache=None, use_cache=True):
+    """Runs `update` for each step until `keep_going` is False.
+
+    Args:
+        state: a tuple of tensors; `state[0]` is the int `[B*K, L + 1]`
+            buffer of decoded tokens (the start token in column 0) in the
+            beam order of the model's batch.
+        last_tokens: `fn(state, i) -> [B*K, 1]` tokens at position i.
+        update: `fn(state, i, logits [B*K, V]) -> (state, beam_order)` where
+            `beam_order` (`[B*K]` int or None) says which rows of the cache
+            the new rows continue.
+        keep_going: `fn(state, i) -> bool scalar`.
+        reorder_cache: `fn(cache, beam_order) -> cache`.
+        use_cache: decode over the KV cache (fast) or recompute the whole
+            prefix at every step (the reference).
+
+    Returns:
+        The final state.
+    """
+    if use_cache:
+        cache = model.initialize_cache(encoder_outputs, max_length)
+
+        def cond(i, state, cache):
+            return ops.logical_and(i < max_length, keep_going(state, i))
+
+        def body(i, state, cache):
+            logits, cache = model.decode_step(last_tokens(state, i), i, cache, encoder_mask)
+            state, order = update(state, i, logits)
+            if order is not None:
+                cache = reorder_cache(cache, order)
+            return i + 1, state, cache
+
+        _, state, _ = ops.while_loop(cond, body, (ops.convert_to_tensor(0, "int32"), state, cache))
+        return state
+
+    for i in range(max_length):  # the prefix grows: one more position each step
+        if _concrete_bool(keep_going(state, i)) is False:
+            break
+        prefix = state[0][:, : i + 1]  # [B*K, i + 1]
+        logits = model.decode_full(prefix, encoder_outputs, encoder_mask)[:, -1, :]
+        state, _ = update(state, i, logits)
+    return state
+
+
+def length_penalty_factor(length, alpha):
+    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al., 2016)."""
+    return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)

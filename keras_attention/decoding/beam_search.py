@@ -1,0 +1,145 @@
+"""Beam search with the GNMT length penalty, over the key/value cache.
+
+Shape legend: B batch, K beams, L maximum decoded length, V vocabulary size.
+The beams of sentence b are rows b*K ... b*K + K - 1 of the model's batch.
+"""
+
+from keras import ops
+
+from keras_attention.decoding._search import (
+    NEG_INF,
+    check_search_args,
+    encode_source,
+    length_penalty_factor,
+    run_search,
+)
+
+
+def beam_search(
+    model,
+    encoder_tokens,
+    max_length,
+    start_id,
+    end_id,
+    beam_size=4,
+    length_penalty=0.6,
+    use_cache=True,
+):
+    """Finds high-scoring translations with beam search.
+
+    Keeps `beam_size` live hypotheses and the `beam_size` best finished ones
+    (ended by `end_id`), scored by log P(Y|X) / lp(Y) with the GNMT length
+    penalty lp(Y) = ((5 + |Y|) / 6)^length_penalty, |Y| counting the end
+    token. A sentence stops when no live hypothesis can beat its worst
+    finished one; the loop stops when every sentence has. Each step runs
+    only the new position through the decoder, over the key/value caches
+    (fixed shapes: compiles once under XLA / `tf.function`).
+
+    Args:
+        model: a `keras_attention.models.Transformer`.
+        encoder_tokens: int `[B, S]` source ids, 0 = padding.
+        max_length: L, the most tokens to generate (end token included).
+        start_id, end_id: the start and end tokens.
+        beam_size: K >= 1. With `length_penalty=0`, K=1 gives the greedy result.
+        length_penalty: alpha >= 0 (0.6 in the GNMT and Transformer papers).
+        use_cache: if False, recompute the whole prefix at every step (slow;
+            the reference and the benchmark's baseline).
+
+    Returns:
+        `(tokens, scores)`: int32 `tokens` `[B, L]` of the best hypothesis,
+        without the start token, padded with 0 after the end token; float32
+        `scores` `[B]`, its length-normalized log-probability (a sentence
+        with no finished hypothesis gets its best live one, normalized at
+        length L).
+
+    Example:
+
+    >>> model = Transformer.from_preset("tiny")
+    >>> tokens, scores = beam_search(model, [[5, 6, 7]], 8, 1, 2, beam_size=4)
+    >>> tokens.shape, scores.shape
+    ((1, 8), (1,))
+
+    References:
+        Wu et al., "Google's Neural Machine Translation System", 2016, eq. 14.
+    """
+    check_search_args(model, max_length, start_id, end_id, beam_size, length_penalty)
+    k = beam_size
+    encoder_outputs, encoder_mask = encode_source(model, encoder_tokens, k)
+    rows = ops.shape(encoder_outputs)[0]  # B*K
+    batch_size = rows // k
+    length = max_length + 1  # with the start token
+    vocabulary = model.decoder_vocabulary_size
+    sequences = ops.concatenate(
+        [ops.full((rows, 1), start_id, "int32"), ops.zeros((rows, max_length), "int32")], axis=1
+    )  # [B*K, L + 1]
+    # Only beam 0 is live at first, so the K beams do not start as copies.
+    alive_log_probs = ops.tile(
+        ops.convert_to_tensor([[0.0] + [NEG_INF] * (k - 1)], "float32"), (batch_size, 1)
+    )  # [B, K]
+    state = (
+        sequences,
+        alive_log_probs,
+        ops.zeros((batch_size, k, length), "int32"),  # finished sequences
+        ops.full((batch_size, k), NEG_INF, "float32"),  # finished scores
+        ops.zeros((batch_size, k), "bool"),  # finished flags
+    )
+    max_lp = length_penalty_factor(max_length, length_penalty)
+
+    def last_tokens(state, i):
+        return ops.slice(state[0], (0, i), (rows, 1))  # [B*K, 1]
+
+    def gather(x, index):  # x [B, M, ...], index [B, N] -> [B, N, ...]
+        index = ops.reshape(index, ops.shape(index) + (1,) * (len(x.shape) - 2))
+        return ops.take_along_axis(x, index, axis=1)
+
+    def update(state, i, logits):
+        sequences, alive_log_probs, fin_seq, fin_scores, fin_flags = state
+        log_probs = ops.reshape(ops.log_softmax(logits, axis=-1), (batch_size, k, vocabulary))
+        candidates = ops.reshape(alive_log_probs[:, :, None] + log_probs, (batch_size, k * vocabulary))
+        # 2K candidates: at least K of them do not end, so K stay alive.
+        top_log_probs, top_index = ops.top_k(candidates, 2 * k)  # [B, 2K]
+        top_beam = top_index // vocabulary  # [B, 2K]
+        top_token = ops.cast(top_index % vocabulary, "int32")  # [B, 2K]
+        top_seq = gather(ops.reshape(sequences, (batch_size, k, length)), top_beam)  # [B, 2K, L+1]
+        top_seq = ops.slice_update(top_seq, (0, 0, i + 1), top_token[:, :, None])
+        ends = ops.equal(top_token, end_id)  # [B, 2K]
+
+        # Live beams: the best K candidates that did not end.
+        alive_log_probs, alive_pos = ops.top_k(ops.where(ends, NEG_INF, top_log_probs), k)  # [B, K]
+        sequences = ops.reshape(gather(top_seq, alive_pos), (rows, length))
+        parent = gather(top_beam, alive_pos)  # [B, K] beam each live beam continues
+        order = ops.reshape(parent + ops.arange(batch_size)[:, None] * k, (rows,))
+
+        # Finished: the best K of the old finished and the candidates ending now.
+        new_scores = ops.where(ends, top_log_probs / length_penalty_factor(i + 1, length_penalty), NEG_INF)
+        fin_scores, fin_pos = ops.top_k(ops.concatenate([fin_scores, new_scores], 1), k)
+        fin_seq = gather(ops.concatenate([fin_seq, top_seq], 1), fin_pos)
+        fin_flags = gather(ops.concatenate([fin_flags, ends], 1), fin_pos)
+        return (sequences, alive_log_probs, fin_seq, fin_scores, fin_flags), order
+
+    def keep_going(state, i):
+        _, alive_log_probs, _, fin_scores, fin_flags = state
+        # log-probabilities only fall and lp only grows (alpha >= 0): the best
+        # a live beam can still reach is its log-probability over lp(L).
+        best_alive = alive_log_probs[:, 0] / max_lp  # [B]
+        worst_finished = ops.min(ops.where(fin_flags, fin_scores, NEG_INF), axis=1)  # [B]
+        done = ops.logical_and(ops.all(fin_flags, axis=1), worst_finished >= best_alive)
+        return ops.logical_not(ops.all(done))
+
+    def reorder_cache(cache, order):
+        # Only the self-attention caches differ between beams; the
+        # cross-attention caches of one sentence are the same in every beam.
+        return tuple(
+            (tuple(ops.take(c, order, axis=0) for c in self_cache), cross_cache)
+            for self_cache, cross_cache in cache
+        )
+
+    sequences, alive_log_probs, fin_seq, fin_scores, fin_flags = run_search(
+        model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
+        keep_going, reorder_cache=reorder_cache, use_cache=use_cache,
+    )
+    any_finished = ops.any(fin_flags, axis=1)  # [B]
+    alive_best = ops.reshape(sequences, (batch_size, k, length))[:, 0]  # [B, L + 1]
+    tokens = ops.where(any_finished[:, None], fin_seq[:, 0], alive_best)[:, 1:]  # [B, L]
+    scores = ops.where(any_finished, fin_scores[:, 0], alive_log_probs[:, 0] / max_lp)  # [B]
+    return tokens, scores

@@ -1,0 +1,74 @@
+"""Greedy decoding over the key/value cache.
+
+Shape legend: B batch, L maximum decoded length, V vocabulary size.
+"""
+
+from keras import ops
+
+from keras_attention.decoding._search import check_search_args, encode_source, run_search
+
+
+def greedy_search(model, encoder_tokens, max_length, start_id, end_id, use_cache=True):
+    """Decodes the most probable token at each step.
+
+    The source is encoded once; each step runs only the new position through
+    the decoder, reading earlier positions from the blocks' key/value caches
+    (fixed size, so the loop compiles once under XLA / `tf.function`).
+
+    Args:
+        model: a `keras_attention.models.Transformer`.
+        encoder_tokens: int `[B, S]` source ids, 0 = padding (sentences of
+            different lengths are padded; each decodes as it would alone).
+        max_length: L, the most tokens to generate (end token included).
+        start_id: the token that starts every target.
+        end_id: the token that ends a target.
+        use_cache: if False, recompute the whole prefix at every step (slow;
+            the reference the cached search must equal).
+
+    Returns:
+        `(tokens, scores)`: int32 `tokens` `[B, L]` without the start token,
+        ending with `end_id` and padded with 0 after it (no end token when a
+        sentence reached `max_length` without one); float32 `scores` `[B]`,
+        the sum of the log-probabilities of the generated tokens.
+
+    Example:
+
+    >>> model = Transformer.from_preset("tiny")
+    >>> tokens, scores = greedy_search(model, [[5, 6, 7]], 8, start_id=1, end_id=2)
+    >>> tokens.shape, scores.shape
+    ((1, 8), (1,))
+    """
+    check_search_args(model, max_length, start_id, end_id)
+    encoder_outputs, encoder_mask = encode_source(model, encoder_tokens)
+    batch_size = ops.shape(encoder_outputs)[0]
+    sequences = ops.concatenate(
+        [
+            ops.full((batch_size, 1), start_id, "int32"),
+            ops.zeros((batch_size, max_length), "int32"),
+        ],
+        axis=1,
+    )  # [B, L + 1]
+    state = (sequences, ops.zeros((batch_size,), "float32"), ops.zeros((batch_size,), "bool"))
+
+    def last_tokens(state, i):
+        return ops.slice(state[0], (0, i), (batch_size, 1))  # [B, 1]
+
+    def update(state, i, logits):
+        sequences, scores, finished = state
+        log_probs = ops.log_softmax(logits, axis=-1)  # [B, V]
+        next_ids = ops.cast(ops.argmax(log_probs, axis=-1), "int32")  # [B]
+        step = ops.take_along_axis(log_probs, next_ids[:, None], axis=-1)[:, 0]  # [B]
+        next_ids = ops.where(finished, 0, next_ids)
+        scores = scores + ops.where(finished, 0.0, step)
+        sequences = ops.slice_update(sequences, (0, i + 1), next_ids[:, None])
+        finished = ops.logical_or(finished, ops.equal(next_ids, end_id))
+        return (sequences, scores, finished), None
+
+    def keep_going(state, i):
+        return ops.logical_not(ops.all(state[2]))
+
+    sequences, scores, _ = run_search(
+        model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
+        keep_going, use_cache=use_cache,
+    )
+    return sequences[:, 1:], scores

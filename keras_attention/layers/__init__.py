@@ -1,0 +1,29 @@
+"""Backend-agnostic attention layers (keras.ops only)."""
+
+from keras_attention.layers.attention import (
+    ScaledDotProductAttention,
+    scaled_dot_product_attention,
+)
+from keras_attention.layers.decoder_block import DecoderBlock
+from keras_attention.layers.encoder_block import EncoderBlock
+from keras_attention.layers.masks import causal_mask, merge_masks, padding_mask
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.position import (
+    SinusoidalPositionEncoding,
+    TokenAndPositionEmbedding,
+    sinusoidal_position_encoding,
+)
+
+__all__ = [
+    "DecoderBlock",
+    "EncoderBlock",
+    "MultiHeadAttention",
+    "ScaledDotProductAttention",
+    "SinusoidalPositionEncoding",
+    "TokenAndPositionEmbedding",
+    "causal_mask",
+    "merge_masks",
+    "padding_mask",
+    "scaled_dot_product_attention",
+    "sinusoidal_position_encoding",
+]

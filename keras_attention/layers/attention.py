@@ -1,0 +1,244 @@
+"""Scaled dot-product attention: softmax(Q·Kᵀ/√d_k + mask)·V.
+
+Shape legend: `...` any leading dimensions (batch, heads), T query length,
+S key/value length, d_k query/key depth, d_v value depth.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_attention.layers.masks import (
+    and_masks,
+    causal_mask,
+    check_mask_shape,
+    merge_masks,
+)
+
+# Large enough that exp(logit - max) underflows to exactly 0 in float32,
+# small enough that it never overflows when shifted by a real logit.
+_MASKED_LOGIT = -1e9
+
+
+def _static_dim(shape, axis):
+    dim = shape[axis]
+    return None if dim is None else int(dim)
+
+
+def _check_inputs(query, key, value, mask):
+    # Static shapes (None where unknown): checks never depend on traced values.
+    q_shape, k_shape, v_shape = (tuple(t.shape) for t in (query, key, value))
+    if not (len(q_shape) == len(k_shape) == len(v_shape)) or len(q_shape) < 2:
+        raise ValueError(
+            "`query`, `key` and `value` must have the same rank, at least 2 "
+            f"([..., T, d_k], [..., S, d_k], [..., S, d_v]); received shapes "
+            f"query={q_shape}, key={k_shape}, value={v_shape}."
+        )
+    d_q, d_k = _static_dim(q_shape, -1), _static_dim(k_shape, -1)
+    if d_q is not None and d_k is not None and d_q != d_k:
+        raise ValueError(
+            "`query` and `key` must have the same last dimension d_k; received "
+            f"query shape {q_shape} and key shape {k_shape}."
+        )
+    s_k, s_v = _static_dim(k_shape, -2), _static_dim(v_shape, -2)
+    if s_k is not None and s_v is not None and s_k != s_v:
+        raise ValueError(
+            "`key` and `value` must have the same length S (axis -2); received "
+            f"key shape {k_shape} and value shape {v_shape}."
+        )
+    check_mask_shape(mask, q_shape[:-1] + (k_shape[-2],))
+
+
+def scaled_dot_product_attention(
+    query,
+    key,
+    value,
+    mask=None,
+    scale=None,
+    causal=False,
+    dropout_rate=0.0,
+    training=False,
+    seed=None,
+):
+    """softmax(Q·Kᵀ·scale + mask)·V, with logits and softmax in float32.
+
+    Args:
+        query: `[..., T, d_k]` tensor.
+        key: `[..., S, d_k]` tensor.
+        value: `[..., S, d_v]` tensor.
+        mask: optional boolean tensor broadcastable to `[..., T, S]`;
+            **True means "may attend"**. A query row with no True entry gets
+            all-zero weights and a zero output (never NaN).
+        scale: the logit scale; defaults to `1 / sqrt(d_k)`.
+        causal: if True, query `i` attends only keys `j <= i` (top-left
+            aligned lower triangle, merged with `mask`).
+        dropout_rate: dropout on the attention weights, applied only when
+            `training` is True.
+        training: Python bool or scalar tensor.
+        seed: an int or a `keras.random.SeedGenerator` for the dropout.
+
+    Returns:
+        A tuple `(outputs, weights)`, always: `outputs` `[..., T, d_v]` in the
+        dtype of `value`; `weights` `[..., T, S]` float32 attention weights
+        (after masking, before dropout).
+
+    Example:
+
+    >>> q = keras.random.normal((2, 4, 8))
+    >>> kv = keras.random.normal((2, 6, 8))
+    >>> out, w = scaled_dot_product_attention(q, kv, kv)
+    >>> out.shape, w.shape
+    ((2, 4, 8), (2, 4, 6))
+
+    References:
+        Vaswani et al., "Attention Is All You Need", 2017, eq. (1).
+    """
+    _check_inputs(query, key, value, mask)
+    if not 0.0 <= dropout_rate < 1.0:
+        raise ValueError(
+            f"`dropout_rate` must be in [0, 1); received dropout_rate={dropout_rate}."
+        )
+    d_k = query.shape[-1]
+    if scale is None:
+        scale = 1.0 / math.sqrt(d_k)
+    # Logits and softmax in float32, whatever the compute dtype.
+    q = ops.cast(query, "float32")
+    k = ops.cast(key, "float32")
+    logits = ops.matmul(q, ops.swapaxes(k, -1, -2)) * scale  # [..., T, S]
+    if causal:
+        t, s = ops.shape(query)[-2], ops.shape(key)[-2]
+        mask = and_masks(mask, causal_mask(t, s))
+    if mask is not None:
+        mask = ops.cast(mask, "bool")
+        logits = ops.where(mask, logits, _MASKED_LOGIT)
+    if key.shape[-2] == 1:
+        # softmax over one key is 1 (Keras warns about a size-1 softmax axis).
+        weights = ops.ones_like(logits)  # [..., T, 1]
+    else:
+        weights = ops.softmax(logits, axis=-1)  # [..., T, S]
+    if mask is not None:
+        # Partially masked rows are unchanged (their masked entries are
+        # already exactly 0); a fully masked row becomes 0 instead of uniform.
+        weights = weights * ops.cast(mask, "float32")
+    dropped = weights
+    if dropout_rate > 0.0 and training:
+        dropped = keras.random.dropout(weights, dropout_rate, seed=seed)
+    outputs = ops.matmul(ops.cast(dropped, value.dtype), value)  # [..., T, d_v]
+    return outputs, weights
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class ScaledDotProductAttention(keras.layers.Layer):
+    """Scaled dot-product attention as a layer (no projections).
+
+    Computes softmax(Q·Kᵀ/√d_k + mask)·V over inputs with any leading
+    dimensions. Keras implicit masks of `query` (`[..., T]`) and
+    `key`/`value` (`[..., S]`) are honoured and merged with
+    `attention_mask`; True means "may attend".
+
+    Args:
+        scale: logit scale; `None` means `1 / sqrt(d_k)`.
+        causal: if True, query `i` attends only keys `j <= i`.
+        dropout: dropout rate on the attention weights (training only).
+        seed: optional int seed for the dropout.
+        **kwargs: base `keras.layers.Layer` arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        query: `[..., T, d_k]`.
+        key: `[..., S, d_k]`.
+        value: `[..., S, d_v]`.
+        attention_mask: optional boolean, broadcastable to `[..., T, S]`.
+        return_attention_scores: if True, return `(outputs, weights)`;
+            otherwise only `outputs` (the Keras convention, as in
+            `keras.layers.MultiHeadAttention`).
+        training: whether dropout is active.
+
+    Returns:
+        `outputs` `[..., T, d_v]`, or `(outputs, weights)` with float32
+        `weights` `[..., T, S]` when `return_attention_scores=True`.
+
+    Example:
+
+    >>> layer = ScaledDotProductAttention(causal=True)
+    >>> x = keras.random.normal((2, 5, 16))
+    >>> layer(x, x, x).shape
+    (2, 5, 16)
+    """
+
+    def __init__(self, scale=None, causal=False, dropout=0.0, seed=None, **kwargs):
+        super().__init__(**kwargs)
+        if scale is not None and not scale > 0:
+            raise ValueError(f"`scale` must be positive or None; received scale={scale}.")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"`dropout` must be in [0, 1); received dropout={dropout}.")
+        self.scale = scale
+        self.causal = causal
+        self.dropout = dropout
+        self.seed = seed
+        self.seed_generator = keras.random.SeedGenerator(seed) if dropout > 0 else None
+        self.supports_masking = True
+
+    def call(
+        self,
+        query,
+        key,
+        value,
+        attention_mask=None,
+        return_attention_scores=False,
+        training=None,
+        query_mask=None,
+        key_mask=None,
+        value_mask=None,
+    ):
+        mask = merge_masks(
+            query_mask=query_mask,
+            key_mask=and_masks(key_mask, value_mask),
+            attention_mask=attention_mask,
+        )
+        outputs, weights = scaled_dot_product_attention(
+            query,
+            key,
+            value,
+            mask=mask,
+            scale=self.scale,
+            causal=self.causal,
+            dropout_rate=self.dropout,
+            training=training,
+            seed=self.seed_generator,
+        )
+        if return_attention_scores:
+            return outputs, weights
+        return outputs
+
+    def compute_mask(self, query, previous_mask=None):
+        return previous_mask
+
+    def compute_output_shape(self, query_shape, key_shape, value_shape):
+        return tuple(query_shape[:-1]) + (value_shape[-1],)
+
+    def compute_output_spec(
+        self, query, key, value, return_attention_scores=False, **kwargs
+    ):
+        out = keras.KerasTensor(
+            self.compute_output_shape(query.shape, key.shape, value.shape),
+            dtype=self.compute_dtype,
+        )
+        if not return_attention_scores:
+            return out
+        scores = keras.KerasTensor(
+            tuple(query.shape[:-1]) + (key.shape[-2],), dtype="float32"
+        )
+        return out, scores
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "scale": self.scale,
+                "causal": self.causal,
+                "dropout": self.dropout,
+                "seed": self.seed,
+            }
+        )
+        return config

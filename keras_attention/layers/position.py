@@ -1,0 +1,236 @@
+"""Position encodings and the token + position embedding.
+
+Shape legend: B batch, T sequence length, D model depth.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+_POSITION_KINDS = ("sinusoidal", "learned")
+
+
+def sinusoidal_position_encoding(length, depth, start_index=0, max_wavelength=10000.0):
+    """The paper's encoding, a float32 `[T, D]` tensor.
+
+    PE(pos, 2i) = sin(pos / max_wavelength^(2i/D)),
+    PE(pos, 2i+1) = cos(pos / max_wavelength^(2i/D)),
+    for pos in [start_index, start_index + length).
+    """
+    positions = ops.cast(ops.arange(length), "float32") + ops.cast(start_index, "float32")
+    dims = ops.arange(depth)
+    two_i = ops.cast(dims - dims % 2, "float32")  # 2i for both 2i and 2i+1
+    inverse_frequency = ops.power(float(max_wavelength), -two_i / float(depth))  # [D]
+    angles = positions[:, None] * inverse_frequency[None, :]  # [T, D]
+    return ops.where(dims % 2 == 0, ops.sin(angles), ops.cos(angles))  # [T, D]
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class SinusoidalPositionEncoding(keras.layers.Layer):
+    """Sinusoidal position encoding ("Attention Is All You Need", 3.5).
+
+    Returns the encoding only, broadcast to the shape of the inputs; add it to
+    the embeddings yourself (or use `TokenAndPositionEmbedding`).
+
+    Args:
+        max_wavelength: the base of the geometric progression of wavelengths
+            (10000 in the paper).
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: `[..., T, D]` embeddings (only the shape is used).
+        start_index: absolute position of the first element (int or scalar
+            tensor); used when decoding one position at a time.
+
+    Returns:
+        `[..., T, D]` position encodings in the layer's compute dtype.
+
+    Example:
+
+    >>> x = keras.random.normal((2, 7, 16))
+    >>> (x + SinusoidalPositionEncoding()(x)).shape
+    (2, 7, 16)
+    """
+
+    def __init__(self, max_wavelength=10000, **kwargs):
+        super().__init__(**kwargs)
+        if not max_wavelength > 0:
+            raise ValueError(
+                f"`max_wavelength` must be positive; received max_wavelength={max_wavelength}."
+            )
+        self.max_wavelength = max_wavelength
+        self.built = True
+
+    def call(self, inputs, start_index=0):
+        shape = ops.shape(inputs)
+        encoding = sinusoidal_position_encoding(
+            shape[-2], shape[-1], start_index, self.max_wavelength
+        )
+        return ops.broadcast_to(ops.cast(encoding, self.compute_dtype), shape)
+
+    def compute_output_shape(self, inputs_shape):
+        return inputs_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"max_wavelength": self.max_wavelength})
+        return config
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TokenAndPositionEmbedding(keras.layers.Layer):
+    """Token embedding scaled by √D plus a sinusoidal or learned position.
+
+    output = Embedding(ids)·√D + P[start_index : start_index + T]
+
+    Args:
+        vocabulary_size: number of token ids.
+        sequence_length: the maximum sequence length (the size of the learned
+            position table; an upper bound for sinusoidal positions).
+        embedding_dim: D.
+        position_encoding: `"sinusoidal"` (the paper) or `"learned"`.
+        mask_zero: if True, id 0 is padding and the layer returns the Keras
+            mask `ids != 0`, which downstream layers honour.
+        scale_embeddings: multiply the token embeddings by √D (the paper).
+        embeddings_initializer: initializer of the token embeddings; defaults
+            to a normal with standard deviation D^-0.5, so that the scaled
+            embeddings have unit scale.
+        max_wavelength: base of the sinusoidal wavelengths.
+        **kwargs: base `keras.layers.Layer` arguments.
+
+    Call arguments:
+        inputs: int `[B, T]` token ids; or, with `reverse=True`, float
+            `[B, T, D]` hidden states.
+        start_index: absolute position of the first token (int or scalar
+            tensor), for decoding one token at a time.
+        reverse: if True, project hidden states onto the vocabulary with the
+            transposed token embeddings (weight tying of the output layer).
+
+    Returns:
+        `[B, T, D]` embeddings, with the Keras mask `ids != 0` attached when
+        `mask_zero=True`; with `reverse=True`, `[B, T, vocabulary_size]`
+        logits.
+
+    Example:
+
+    >>> emb = TokenAndPositionEmbedding(1000, 64, 32, mask_zero=True)
+    >>> emb(keras.ops.array([[5, 9, 0, 0]])).shape
+    (1, 4, 32)
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        sequence_length,
+        embedding_dim,
+        position_encoding="sinusoidal",
+        mask_zero=False,
+        scale_embeddings=True,
+        embeddings_initializer=None,
+        max_wavelength=10000,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        for name, value in (
+            ("vocabulary_size", vocabulary_size),
+            ("sequence_length", sequence_length),
+            ("embedding_dim", embedding_dim),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"`{name}` must be a positive integer; received {name}={value!r}.")
+        if position_encoding not in _POSITION_KINDS:
+            raise ValueError(
+                f"`position_encoding` must be one of {_POSITION_KINDS}; received "
+                f"position_encoding={position_encoding!r}."
+            )
+        self.vocabulary_size = vocabulary_size
+        self.sequence_length = sequence_length
+        self.embedding_dim = embedding_dim
+        self.position_encoding = position_encoding
+        self.mask_zero = mask_zero
+        self.scale_embeddings = scale_embeddings
+        self.embeddings_initializer = keras.initializers.get(
+            embeddings_initializer
+            or keras.initializers.RandomNormal(stddev=embedding_dim**-0.5)
+        )
+        self.max_wavelength = max_wavelength
+        self.supports_masking = mask_zero
+
+    def build(self, inputs_shape=None):
+        self.token_embedding = keras.layers.Embedding(
+            self.vocabulary_size,
+            self.embedding_dim,
+            embeddings_initializer=self.embeddings_initializer,
+            dtype=self.dtype_policy,
+            name="token_embedding",
+        )
+        self.token_embedding.build()
+        if self.position_encoding == "learned":
+            self.position_embeddings = self.add_weight(
+                name="position_embeddings",
+                shape=(self.sequence_length, self.embedding_dim),
+                initializer=keras.initializers.RandomNormal(stddev=0.02),
+            )
+        else:
+            self.position_layer = SinusoidalPositionEncoding(
+                self.max_wavelength, dtype=self.dtype_policy, name="position_encoding"
+            )
+
+    def call(self, inputs, start_index=0, reverse=False):
+        if reverse:
+            # Tied output projection: logits = x·Eᵀ over the token embeddings.
+            table = ops.cast(self.token_embedding.embeddings, inputs.dtype)  # [V, D]
+            return ops.matmul(inputs, ops.transpose(table))  # [B, T, V]
+        length = inputs.shape[-1]
+        if isinstance(length, int) and length > self.sequence_length:
+            raise ValueError(
+                f"Sequence length {length} exceeds the layer's sequence_length="
+                f"{self.sequence_length}; received inputs of shape {tuple(inputs.shape)}."
+            )
+        x = self.token_embedding(inputs)  # [B, T, D]
+        if self.scale_embeddings:
+            x = x * ops.cast(math.sqrt(self.embedding_dim), x.dtype)
+        if self.position_encoding == "learned":
+            positions = ops.slice(
+                ops.convert_to_tensor(self.position_embeddings),
+                (start_index, 0),
+                (ops.shape(inputs)[-1], self.embedding_dim),
+            )  # [T, D]
+            return x + ops.cast(positions, x.dtype)
+        return x + self.position_layer(x, start_index=start_index)
+
+    def compute_mask(self, inputs, mask=None):
+        if "float" in keras.backend.standardize_dtype(inputs.dtype):
+            return mask  # a `reverse` call keeps the sequence's mask
+        if not self.mask_zero:
+            return None
+        return ops.not_equal(inputs, 0)
+
+    def compute_output_shape(self, inputs_shape):
+        return tuple(inputs_shape) + (self.embedding_dim,)
+
+    def compute_output_spec(self, inputs, start_index=0, reverse=False):
+        if reverse:
+            shape = tuple(inputs.shape[:-1]) + (self.vocabulary_size,)
+        else:
+            shape = self.compute_output_shape(inputs.shape)
+        return keras.KerasTensor(shape, dtype=self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "sequence_length": self.sequence_length,
+                "embedding_dim": self.embedding_dim,
+                "position_encoding": self.position_encoding,
+                "mask_zero": self.mask_zero,
+                "scale_embeddings": self.scale_embeddings,
+                "embeddings_initializer": keras.initializers.serialize(
+                    self.embeddings_initializer
+                ),
+                "max_wavelength": self.max_wavelength,
+            }
+        )
+        return config

@@ -1,0 +1,350 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need", as a Keras
+functional model, with the methods that incremental decoding needs.
+
+Shape legend: B batch, S source length, T target length, D model depth,
+V target vocabulary size, L maximum decoded length.
+"""
+
+import copy
+
+import keras
+from keras import ops
+
+from keras_attention.layers import DecoderBlock, EncoderBlock, TokenAndPositionEmbedding
+from keras_attention.layers.masks import padding_mask
+
+PRESETS = {
+    # A few thousand parameters, for tests and quick examples.
+    "tiny": dict(
+        encoder_vocabulary_size=64, decoder_vocabulary_size=64,
+        num_encoder_layers=2, num_decoder_layers=2, d_model=32, num_heads=4,
+        intermediate_dim=64, dropout=0.0, max_length=64,
+    ),
+    # The TensorFlow "Neural machine translation with a Transformer" tutorial.
+    "tutorial": dict(
+        encoder_vocabulary_size=8000, decoder_vocabulary_size=8000,
+        num_encoder_layers=4, num_decoder_layers=4, d_model=128, num_heads=8,
+        intermediate_dim=512, dropout=0.1, max_length=256,
+        tie_output_embeddings=False,
+    ),
+    # The paper's Table 3, with its shared source/target/output embeddings.
+    "base": dict(
+        encoder_vocabulary_size=37000, decoder_vocabulary_size=37000,
+        num_encoder_layers=6, num_decoder_layers=6, d_model=512, num_heads=8,
+        intermediate_dim=2048, dropout=0.1, max_length=256,
+        share_encoder_decoder_embeddings=True,
+    ),
+    "big": dict(
+        encoder_vocabulary_size=37000, decoder_vocabulary_size=37000,
+        num_encoder_layers=6, num_decoder_layers=6, d_model=1024, num_heads=16,
+        intermediate_dim=4096, dropout=0.3, max_length=256,
+        share_encoder_decoder_embeddings=True,
+    ),
+}
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class Transformer(keras.Model):
+    """Encoder-decoder Transformer (Vaswani et al., 2017) as a functional model.
+
+    Inputs are a dict `{"encoder_tokens": [B, S], "decoder_tokens": [B, T]}`
+    of int token ids where 0 is padding; the output is float32 logits
+    `[B, T, V]` (float32 under every dtype policy). Padding masks propagate
+    from the embeddings through every block.
+
+    Args:
+        encoder_vocabulary_size, decoder_vocabulary_size: vocabulary sizes.
+        num_encoder_layers, num_decoder_layers: numbers of blocks.
+        d_model: model depth D.
+        num_heads: attention heads N (must divide D).
+        intermediate_dim: depth of the feed-forward networks.
+        num_key_value_heads: key/value heads for grouped-query attention.
+        dropout: dropout on the embeddings, residuals and attention weights.
+        norm_first: pre-LN blocks (with a final LayerNorm after each stack)
+            if True, the paper's post-LN if False.
+        position_encoding: `"sinusoidal"` (the paper) or `"learned"`.
+        max_length: the longest source or target sequence.
+        share_encoder_decoder_embeddings: one embedding table for source and
+            target (needs equal vocabulary sizes; the paper's shared BPE).
+        tie_output_embeddings: the pre-softmax projection is the transposed
+            target embedding (the paper); otherwise a separate Dense layer.
+        activation: feed-forward activation.
+        layer_norm_epsilon: LayerNorm epsilon.
+        **kwargs: `name`, `dtype` (a dtype policy such as `"mixed_bfloat16"`)
+            and other `keras.Model` arguments.
+
+    Example:
+
+    >>> model = Transformer.from_preset("tiny")
+    >>> logits = model({"encoder_tokens": keras.ops.ones((2, 7), "int32"),
+    ...                 "decoder_tokens": keras.ops.ones((2, 5), "int32")})
+    >>> logits.shape
+    (2, 5, 64)
+
+    References:
+        Vaswani et al., "Attention Is All You Need", NeurIPS 2017.
+    """
+
+    def __init__(
+        self,
+        encoder_vocabulary_size,
+        decoder_vocabulary_size,
+        num_encoder_layers=6,
+        num_decoder_layers=6,
+        d_model=512,
+        num_heads=8,
+        intermediate_dim=2048,
+        num_key_value_heads=None,
+        dropout=0.1,
+        norm_first=False,
+        position_encoding="sinusoidal",
+        max_length=256,
+        share_encoder_decoder_embeddings=False,
+        tie_output_embeddings=True,
+        activation="relu",
+        layer_norm_epsilon=1e-5,
+        **kwargs,
+    ):
+        for name, value in (
+            ("num_encoder_layers", num_encoder_layers),
+            ("num_decoder_layers", num_decoder_layers),
+            ("d_model", d_model),
+            ("max_length", max_length),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"`{name}` must be a positive integer; received {name}={value!r}.")
+        if isinstance(num_heads, int) and num_heads > 0 and d_model % num_heads:
+            raise ValueError(
+                f"`num_heads` must divide `d_model`; received num_heads={num_heads}, "
+                f"d_model={d_model}."
+            )
+        if share_encoder_decoder_embeddings and encoder_vocabulary_size != decoder_vocabulary_size:
+            raise ValueError(
+                "`share_encoder_decoder_embeddings=True` needs one vocabulary; received "
+                f"encoder_vocabulary_size={encoder_vocabulary_size}, "
+                f"decoder_vocabulary_size={decoder_vocabulary_size}."
+            )
+        dtype = kwargs.pop("dtype", None)
+        block_args = dict(
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            num_key_value_heads=num_key_value_heads,
+            dropout=dropout,
+            activation=activation,
+            layer_norm_epsilon=layer_norm_epsilon,
+            norm_first=norm_first,
+            dtype=dtype,
+        )
+
+        def embedding(vocabulary_size, name):
+            return TokenAndPositionEmbedding(
+                vocabulary_size, max_length, d_model, position_encoding=position_encoding,
+                mask_zero=True, dtype=dtype, name=name,
+            )
+
+        def final_norm(name):
+            return keras.layers.LayerNormalization(
+                epsilon=layer_norm_epsilon, dtype=dtype, name=name
+            ) if norm_first else None
+
+        # === Layers ===
+        encoder_embedding = embedding(encoder_vocabulary_size, "encoder_embedding")
+        decoder_embedding = (
+            encoder_embedding
+            if share_encoder_decoder_embeddings
+            else embedding(decoder_vocabulary_size, "decoder_embedding")
+        )
+        encoder_embedding_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="encoder_embedding_dropout")
+        decoder_embedding_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="decoder_embedding_dropout")
+        encoder_blocks = [
+            EncoderBlock(**block_args, name=f"encoder_block_{i}") for i in range(num_encoder_layers)
+        ]
+        decoder_blocks = [
+            DecoderBlock(**block_args, name=f"decoder_block_{i}") for i in range(num_decoder_layers)
+        ]
+        encoder_final_norm = final_norm("encoder_final_norm")
+        decoder_final_norm = final_norm("decoder_final_norm")
+        output_projection = (
+            None
+            if tie_output_embeddings
+            else keras.layers.Dense(decoder_vocabulary_size, dtype=dtype, name="output_projection")
+        )
+        # Logits in float32 under mixed precision (a numerically safe softmax).
+        logits_cast = keras.layers.Activation("linear", dtype="float32", name="logits")
+
+        # === Functional graph ===
+        encoder_tokens = keras.Input((None,), dtype="int32", name="encoder_tokens")
+        decoder_tokens = keras.Input((None,), dtype="int32", name="decoder_tokens")
+        x = encoder_embedding_dropout(encoder_embedding(encoder_tokens))  # [B, S, D]
+        for block in encoder_blocks:
+            x = block(x)  # [B, S, D]
+        if encoder_final_norm is not None:
+            x = encoder_final_norm(x)
+        y = decoder_embedding_dropout(decoder_embedding(decoder_tokens))  # [B, T, D]
+        for block in decoder_blocks:
+            y = block(y, x)  # [B, T, D]
+        if decoder_final_norm is not None:
+            y = decoder_final_norm(y)
+        if output_projection is None:
+            logits = decoder_embedding(y, reverse=True)  # [B, T, V]
+        else:
+            logits = output_projection(y)  # [B, T, V]
+        logits = logits_cast(logits)
+        super().__init__(
+            inputs={"encoder_tokens": encoder_tokens, "decoder_tokens": decoder_tokens},
+            outputs=logits,
+            **kwargs,
+        )
+        if dtype is not None:
+            # The sublayers already carry it; this makes `get_config` save it.
+            self.dtype_policy = keras.dtype_policies.get(dtype)
+
+        # === Attributes: the layers (for decoding) and the config ===
+        self.encoder_embedding = encoder_embedding
+        self.decoder_embedding = decoder_embedding
+        self.encoder_blocks = encoder_blocks
+        self.decoder_blocks = decoder_blocks
+        self.encoder_final_norm = encoder_final_norm
+        self.decoder_final_norm = decoder_final_norm
+        self.output_projection = output_projection
+        self.logits_cast = logits_cast
+        self.encoder_vocabulary_size = encoder_vocabulary_size
+        self.decoder_vocabulary_size = decoder_vocabulary_size
+        self.num_encoder_layers = num_encoder_layers
+        self.num_decoder_layers = num_decoder_layers
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.num_key_value_heads = num_key_value_heads
+        self.dropout = dropout
+        self.norm_first = norm_first
+        self.position_encoding = position_encoding
+        self.max_length = max_length
+        self.share_encoder_decoder_embeddings = share_encoder_decoder_embeddings
+        self.tie_output_embeddings = tie_output_embeddings
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+
+    # === Presets ===
+
+    @classmethod
+    def presets(cls):
+        """The preset names and their constructor arguments."""
+        return copy.deepcopy(PRESETS)
+
+    @classmethod
+    def from_preset(cls, name, **overrides):
+        """Builds a preset (`tiny`, `tutorial`, `base`, `big`); `overrides`
+        replace any constructor argument."""
+        if name not in PRESETS:
+            raise ValueError(f"Unknown preset {name!r}; expected one of {sorted(PRESETS)}.")
+        return cls(**{**PRESETS[name], **overrides})
+
+    # === Incremental decoding ===
+
+    def encode(self, encoder_tokens, training=False):
+        """Runs the encoder once: `(encoder_outputs [B, S, D], padding [B, S])`."""
+        encoder_tokens = ops.convert_to_tensor(encoder_tokens, "int32")
+        mask = padding_mask(encoder_tokens)
+        x = self.encoder_embedding(encoder_tokens)
+        for block in self.encoder_blocks:
+            x = block(x, padding_mask=mask, training=training)
+        if self.encoder_final_norm is not None:
+            x = self.encoder_final_norm(x)
+        return x, mask
+
+    def initialize_cache(self, encoder_outputs, max_length):
+        """Per decoder block: `(self_attention_cache, cross_attention_cache)`.
+
+        Self-attention caches hold `max_length` positions (zeros); the
+        cross-attention caches hold the projected encoder outputs.
+        """
+        batch_size = ops.shape(encoder_outputs)[0]
+        return tuple(
+            (
+                block.initialize_self_attention_cache(batch_size, max_length),
+                block.compute_cross_attention_cache(encoder_outputs),
+            )
+            for block in self.decoder_blocks
+        )
+
+    def _logits(self, y):
+        if self.decoder_final_norm is not None:
+            y = self.decoder_final_norm(y)
+        if self.output_projection is None:
+            logits = self.decoder_embedding(y, reverse=True)
+        else:
+            logits = self.output_projection(y)
+        return self.logits_cast(logits)  # [B, T, V] float32
+
+    def decode_step(self, tokens, index, cache, encoder_padding_mask):
+        """Runs only the new position(s) through the decoder.
+
+        Args:
+            tokens: int `[B, 1]`, the tokens at position `index`.
+            index: scalar position of `tokens` (and cache write index).
+            cache: from `initialize_cache` (or a previous step).
+            encoder_padding_mask: boolean `[B, S]`.
+
+        Returns:
+            `(logits [B, V] float32, cache)`.
+        """
+        y = self.decoder_embedding(tokens, start_index=index)  # [B, 1, D]
+        new_cache = []
+        for block, (self_cache, cross_cache) in zip(self.decoder_blocks, cache):
+            y, self_cache, cross_cache = block(
+                y,
+                None,
+                encoder_padding_mask=encoder_padding_mask,
+                self_attention_cache=self_cache,
+                self_attention_cache_update_index=index,
+                cross_attention_cache=cross_cache,
+            )
+            new_cache.append((self_cache, cross_cache))
+        return self._logits(y)[:, -1, :], tuple(new_cache)
+
+    def decode_full(self, decoder_tokens, encoder_outputs, encoder_padding_mask):
+        """Runs the whole target prefix through the decoder (no cache):
+        logits `[B, T, V]`; the reference that cached decoding must match."""
+        decoder_tokens = ops.convert_to_tensor(decoder_tokens, "int32")
+        y = self.decoder_embedding(decoder_tokens)
+        for block in self.decoder_blocks:
+            y = block(
+                y,
+                encoder_outputs,
+                decoder_padding_mask=padding_mask(decoder_tokens),
+                encoder_padding_mask=encoder_padding_mask,
+            )
+        return self._logits(y)
+
+    # === Serialization ===
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "encoder_vocabulary_size": self.encoder_vocabulary_size,
+            "decoder_vocabulary_size": self.decoder_vocabulary_size,
+            "num_encoder_layers": self.num_encoder_layers,
+            "num_decoder_layers": self.num_decoder_layers,
+            "d_model": self.d_model,
+            "num_heads": self.num_heads,
+            "intermediate_dim": self.intermediate_dim,
+            "num_key_value_heads": self.num_key_value_heads,
+            "dropout": self.dropout,
+            "norm_first": self.norm_first,
+            "position_encoding": self.position_encoding,
+            "max_length": self.max_length,
+            "share_encoder_decoder_embeddings": self.share_encoder_decoder_embeddings,
+            "tie_output_embeddings": self.tie_output_embeddings,
+            "activation": self.activation,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)

@@ -1,0 +1,199 @@
+import itertools
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention.layers import ScaledDotProductAttention, scaled_dot_product_attention
+from tests.layer_test_case import TOLERANCES, assert_close, run_layer_test, to_numpy
+
+
+def reference_attention(q, k, v, mask=None, causal=False, scale=None):
+    """softmax(QKᵀ·scale + mask)·V in float64 NumPy; fully masked rows -> 0."""
+    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
+    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
+    logits = q @ np.swapaxes(k, -1, -2) * scale
+    allowed = np.ones(logits.shape, bool)
+    if mask is not None:
+        allowed &= np.broadcast_to(mask, logits.shape)
+    if causal:
+        allowed &= np.tril(np.ones(logits.shape[-2:], bool))
+    logits = np.where(allowed, logits, -np.inf)
+    row_max = np.max(logits, axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
+    e = np.exp(logits - row_max) * allowed
+    denom = e.sum(-1, keepdims=True)
+    w = np.divide(e, denom, out=np.zeros_like(e), where=denom > 0)
+    return w @ v, w
+
+
+def _inputs(rng, lead=(2,), t=5, s=7, d_k=8, d_v=6):
+    q = rng.normal(size=lead + (t, d_k)).astype("float32")
+    k = rng.normal(size=lead + (s, d_k)).astype("float32")
+    v = rng.normal(size=lead + (s, d_v)).astype("float32")
+    return q, k, v
+
+
+def _random_mask(rng, shape, fully_masked_row=True):
+    mask = rng.random(shape) > 0.3
+    if fully_masked_row:
+        mask[..., 0, :] = False  # one query row that may attend nothing
+    return mask
+
+
+@pytest.mark.parametrize(
+    "masked,causal,dtype",
+    list(itertools.product([False, True], [False, True], ["float32", "float16", "bfloat16"])),
+)
+def test_matches_numpy_reference(masked, causal, dtype):
+    rng = np.random.default_rng(0)
+    q, k, v = _inputs(rng, lead=(2, 3), t=6, s=6)
+    mask = _random_mask(rng, (2, 1, 6, 6)) if masked else None
+    expected_out, expected_w = reference_attention(q, k, v, mask, causal)
+    cast = lambda a: ops.cast(a, dtype)  # noqa: E731
+    out, w = scaled_dot_product_attention(
+        cast(q), cast(k), cast(v), mask=mask, causal=causal
+    )
+    assert keras.backend.standardize_dtype(out.dtype) == dtype
+    assert keras.backend.standardize_dtype(w.dtype) == "float32"
+    # Inputs rounded to `dtype` are the only error source for the weights, and
+    # the output adds one rounding of the product.
+    rtol, atol = TOLERANCES[dtype]
+    np.testing.assert_allclose(to_numpy(w), expected_w, rtol=rtol, atol=atol * 2)
+    np.testing.assert_allclose(to_numpy(out), expected_out, rtol=rtol, atol=atol * 4)
+
+
+def test_cross_lengths_and_leading_dims():
+    rng = np.random.default_rng(1)
+    q, k, v = _inputs(rng, lead=(2, 3, 4), t=3, s=9, d_k=5, d_v=11)
+    out, w = scaled_dot_product_attention(q, k, v)
+    assert out.shape == (2, 3, 4, 3, 11) and w.shape == (2, 3, 4, 3, 9)
+    expected_out, _ = reference_attention(q, k, v)
+    assert_close(out, expected_out)
+
+
+def test_custom_scale():
+    rng = np.random.default_rng(2)
+    q, k, v = _inputs(rng)
+    out, _ = scaled_dot_product_attention(q, k, v, scale=0.05)
+    assert_close(out, reference_attention(q, k, v, scale=0.05)[0])
+
+
+def test_causal_with_rectangular_logits_is_top_left_aligned():
+    rng = np.random.default_rng(3)
+    q, k, v = _inputs(rng, t=4, s=6)
+    _, w = scaled_dot_product_attention(q, k, v, causal=True)
+    w = to_numpy(w)
+    assert np.all(w[..., np.triu(np.ones((4, 6), bool), 1)] == 0)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_fully_masked_rows_give_zeros_not_nan(dtype):
+    rng = np.random.default_rng(4)
+    q, k, v = _inputs(rng)
+    mask = np.zeros((2, 5, 7), bool)
+    mask[0, 1:, :3] = True
+    out, w = scaled_dot_product_attention(
+        ops.cast(q, dtype), ops.cast(k, dtype), ops.cast(v, dtype), mask=mask
+    )
+    out, w = to_numpy(out), to_numpy(w)
+    assert np.all(np.isfinite(out)) and np.all(np.isfinite(w))
+    assert np.all(out[1] == 0) and np.all(w[1] == 0)
+    assert np.all(out[0, 0] == 0) and np.all(w[0, 0] == 0)
+    np.testing.assert_allclose(w[0, 1:].sum(-1), 1.0, rtol=1e-6)
+
+
+def test_large_logits_are_stable_in_half_precision():
+    # 300 * 300 * 8 overflows float16 if the logits were computed in float16.
+    q = np.full((1, 2, 8), 300.0, "float32")
+    v = np.arange(16, dtype="float32").reshape(1, 2, 8)
+    out, w = scaled_dot_product_attention(
+        ops.cast(q, "float16"), ops.cast(q, "float16"), ops.cast(v, "float16")
+    )
+    assert np.all(np.isfinite(to_numpy(out)))
+    np.testing.assert_allclose(to_numpy(w), 0.5)
+
+
+def test_dropout_only_in_training():
+    rng = np.random.default_rng(5)
+    q, k, v = _inputs(rng)
+    seed = keras.random.SeedGenerator(0)
+    inference, _ = scaled_dot_product_attention(q, k, v, dropout_rate=0.5, training=False, seed=seed)
+    assert_close(inference, reference_attention(q, k, v)[0])
+    train, w = scaled_dot_product_attention(q, k, v, dropout_rate=0.5, training=True, seed=seed)
+    assert not np.allclose(to_numpy(train), to_numpy(inference))
+    # The returned weights are the ones before dropout.
+    assert_close(w, reference_attention(q, k, v)[1])
+
+
+@pytest.mark.parametrize(
+    "shapes,mask_shape,match",
+    [
+        (((2, 5, 8), (2, 7, 8), (2, 7, 6)), None, None),
+        (((2, 5, 8), (7, 8), (7, 6)), None, r"same rank.*query=\(2, 5, 8\)"),
+        (((2, 5, 8), (2, 7, 4), (2, 7, 6)), None, r"last dimension.*\(2, 7, 4\)"),
+        (((2, 5, 8), (2, 7, 8), (2, 6, 6)), None, r"same length.*\(2, 6, 6\)"),
+        (((2, 5, 8), (2, 7, 8), (2, 7, 6)), (2, 5, 6), r"broadcastable.*\(2, 5, 6\)"),
+        (((2, 5, 8), (2, 7, 8), (2, 7, 6)), (3, 2, 5, 7), r"broadcastable.*\(3, 2, 5, 7\)"),
+    ],
+)
+def test_bad_shapes_raise_clear_errors(shapes, mask_shape, match):
+    q, k, v = (np.zeros(s, "float32") for s in shapes)
+    mask = None if mask_shape is None else np.ones(mask_shape, bool)
+    if match is None:
+        scaled_dot_product_attention(q, k, v, mask=mask)
+        return
+    with pytest.raises(ValueError, match=match):
+        scaled_dot_product_attention(q, k, v, mask=mask)
+
+
+def test_bad_dropout_rate_raises():
+    x = np.zeros((1, 2, 4), "float32")
+    with pytest.raises(ValueError, match="dropout_rate=1.5"):
+        scaled_dot_product_attention(x, x, x, dropout_rate=1.5)
+    with pytest.raises(ValueError, match="dropout=-0.1"):
+        ScaledDotProductAttention(dropout=-0.1)
+    with pytest.raises(ValueError, match="scale=0"):
+        ScaledDotProductAttention(scale=0)
+
+
+def test_layer_honours_keras_masks():
+    rng = np.random.default_rng(6)
+    q, k, v = _inputs(rng, lead=(2,), t=5, s=7, d_k=8, d_v=8)
+    q_ids = np.array([[1, 2, 3, 0, 0], [4, 5, 6, 7, 8]])
+    v_ids = np.array([[1, 2, 3, 4, 0, 0, 0], [1, 2, 3, 4, 5, 6, 7]])
+    q_in = keras.Input((5,), dtype="int32")
+    v_in = keras.Input((7,), dtype="int32")
+    q_emb = keras.layers.Embedding(10, 8, mask_zero=True)
+    v_emb = keras.layers.Embedding(10, 8, mask_zero=True)
+    layer = ScaledDotProductAttention()
+    model = keras.Model([q_in, v_in], layer(q_emb(q_in), v_emb(v_in), v_emb(v_in)))
+    implicit = model([q_ids, v_ids])
+    explicit_mask = (q_ids != 0)[:, :, None] & (v_ids != 0)[:, None, :]
+    qe, ve = q_emb(q_ids), v_emb(v_ids)
+    explicit = layer(
+        ops.convert_to_tensor(to_numpy(qe)),
+        ops.convert_to_tensor(to_numpy(ve)),
+        ops.convert_to_tensor(to_numpy(ve)),
+        attention_mask=explicit_mask,
+    )
+    assert_close(implicit, explicit)
+    assert np.all(to_numpy(implicit)[0, 3:] == 0)  # padded queries attend nothing
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_layer_harness(causal, tmp_path):
+    rng = np.random.default_rng(7)
+    q, k, v = _inputs(rng, t=6, s=6)
+    layer = run_layer_test(
+        ScaledDotProductAttention,
+        {"causal": causal, "scale": None, "dropout": 0.1, "seed": 3},
+        {"query": q, "key": k, "value": v},
+        expected_output_shape=(2, 6, 6),
+        tmp_path=tmp_path,
+    )
+    out, w = layer(q, k, v, return_attention_scores=True)
+    expected_out, expected_w = reference_attention(q, k, v, causal=causal)
+    assert_close(out, expected_out)
+    assert_close(w, expected_w)

@@ -1,0 +1,216 @@
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention.layers import MultiHeadAttention
+from tests.layer_test_case import assert_close, run_layer_test, to_numpy
+from tests.layers.test_attention import reference_attention
+
+
+def _copy_into_keras_mha(ours, theirs):
+    for name in ("query_dense", "key_dense", "value_dense", "output_dense"):
+        src, dst = getattr(ours, name), getattr(theirs, f"_{name}")
+        for s, d in zip(src.weights, dst.weights):
+            d.assign(s)
+
+
+def reference_mha(layer, q_in, v_in, mask=None, causal=False):
+    """NumPy multi-head attention from the layer's own weights."""
+    w = {n: [to_numpy(x) for x in getattr(layer, n).weights] for n in
+         ("query_dense", "key_dense", "value_dense", "output_dense")}
+    q = np.einsum("btd,dnh->btnh", q_in, w["query_dense"][0]) + w["query_dense"][1]
+    k = np.einsum("bsd,dkh->bskh", v_in, w["key_dense"][0]) + w["key_dense"][1]
+    v = np.einsum("bsd,dkh->bskh", v_in, w["value_dense"][0]) + w["value_dense"][1]
+    groups = layer.num_heads // k.shape[2]
+    k, v = np.repeat(k, groups, axis=2), np.repeat(v, groups, axis=2)
+    t = lambda x: np.transpose(x, (0, 2, 1, 3))  # noqa: E731
+    m = None if mask is None else mask[:, None]
+    ctx, scores = reference_attention(t(q), t(k), t(v), m, causal)
+    out = np.einsum("btnh,nhd->btd", t(ctx), w["output_dense"][0]) + w["output_dense"][1]
+    return out, scores
+
+
+def _data(rng, b=2, t=5, s=7, d=16):
+    return (rng.normal(size=(b, t, d)).astype("float32"),
+            rng.normal(size=(b, s, d)).astype("float32"))
+
+
+@pytest.mark.parametrize("num_key_value_heads", [None, 4, 2, 1])
+@pytest.mark.parametrize("causal", [False, True])
+def test_matches_numpy_reference(num_key_value_heads, causal):
+    rng = np.random.default_rng(0)
+    q, v = _data(rng, t=6, s=6)
+    mask = rng.random((2, 6, 6)) > 0.3
+    layer = MultiHeadAttention(4, 8, num_key_value_heads=num_key_value_heads, value_dim=5)
+    out, scores = layer(q, v, attention_mask=mask, use_causal_mask=causal,
+                        return_attention_scores=True)
+    expected_out, expected_scores = reference_mha(layer, q, v, mask, causal)
+    assert_close(out, expected_out)
+    assert_close(scores, expected_scores)
+    assert scores.shape == (2, 4, 6, 6)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_equals_keras_multi_head_attention(causal):
+    rng = np.random.default_rng(1)
+    q, v = _data(rng, t=6, s=6 if causal else 9)
+    # value_dim == key_dim: Keras 3.15's own layer fails on the JAX backend
+    # when they differ (its fused dot_product_attention path checks shapes).
+    ours = MultiHeadAttention(num_heads=4, key_dim=8, output_dim=12)
+    theirs = keras.layers.MultiHeadAttention(num_heads=4, key_dim=8, output_shape=12)
+    ours(q, v)
+    theirs(q, v)
+    _copy_into_keras_mha(ours, theirs)
+    mask = rng.random((2, 6, v.shape[1])) > 0.2
+    mask[..., 0] = True  # Keras averages fully masked rows; we give zeros.
+    for kwargs in ({}, {"attention_mask": mask}):
+        a, sa = ours(q, v, use_causal_mask=causal, return_attention_scores=True, **kwargs)
+        b, sb = theirs(q, v, use_causal_mask=causal, return_attention_scores=True, **kwargs)
+        assert_close(a, b)
+        assert_close(sa, sb)
+
+
+def _embedded(ids_q, ids_v, d=16):
+    q_in, v_in = keras.Input((ids_q.shape[1],), dtype="int32"), keras.Input((ids_v.shape[1],), dtype="int32")
+    emb_q = keras.layers.Embedding(20, d, mask_zero=True)
+    emb_v = keras.layers.Embedding(20, d, mask_zero=True)
+    return q_in, v_in, emb_q, emb_v
+
+
+@pytest.mark.parametrize("self_attention", [True, False])
+def test_implicit_keras_mask_equals_explicit_mask(self_attention):
+    ids_q = np.array([[3, 4, 5, 0, 0], [1, 2, 3, 4, 5]])
+    ids_v = ids_q if self_attention else np.array([[1, 2, 0, 0, 0, 0, 0, 0], [5, 6, 7, 8, 9, 1, 2, 0]])
+    q_in, v_in, emb_q, emb_v = _embedded(ids_q, ids_v)
+    layer = MultiHeadAttention(4, 4)
+    if self_attention:
+        x = emb_q(q_in)
+        model = keras.Model(q_in, layer(x, x, use_causal_mask=True))
+        implicit = model(ids_q)
+    else:
+        model = keras.Model([q_in, v_in], layer(emb_q(q_in), emb_v(v_in)))
+        implicit = model([ids_q, ids_v])
+    eq = ops.convert_to_tensor(to_numpy(emb_q(ids_q)))
+    ev = eq if self_attention else ops.convert_to_tensor(to_numpy(emb_v(ids_v)))
+    mask = (ids_q != 0)[:, :, None] & (ids_v != 0)[:, None, :]
+    explicit = layer(eq, ev, attention_mask=mask, use_causal_mask=self_attention)
+    assert_close(implicit, explicit)
+    # The output keeps the query's mask.
+    assert model.layers[-1].compute_mask(eq, ops.convert_to_tensor(ids_q != 0)) is not None
+
+
+def test_mask_propagates_to_the_output():
+    ids = np.array([[3, 4, 0], [1, 0, 0]])
+    inp = keras.Input((3,), dtype="int32")
+    x = keras.layers.Embedding(10, 8, mask_zero=True)(inp)
+    y = MultiHeadAttention(2, 4)(x, x)
+    pooled = keras.layers.GlobalAveragePooling1D()(y)  # honours the mask
+    model = keras.Model(inp, [y, pooled])
+    out, avg = model(ids)
+    out = to_numpy(out)
+    np.testing.assert_allclose(to_numpy(avg)[1], out[1, 0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("num_key_value_heads", [None, 2])
+def test_cached_steps_equal_full_causal_pass(num_key_value_heads):
+    rng = np.random.default_rng(2)
+    x, _ = _data(rng, t=6)
+    layer = MultiHeadAttention(4, 8, num_key_value_heads=num_key_value_heads)
+    full = layer(x, x, use_causal_mask=True)
+    cache = layer.initialize_cache(2, 8)  # longer than needed: unwritten slots stay masked
+    steps = []
+    for i in range(6):
+        out, cache = layer(x[:, i:i + 1], x[:, i:i + 1], use_causal_mask=True,
+                           cache=cache, cache_update_index=i)
+        steps.append(to_numpy(out))
+    assert_close(np.concatenate(steps, axis=1), full)
+    assert cache[0].shape == (2, 8, num_key_value_heads or 4, 8)
+
+
+def test_precomputed_cross_attention_cache():
+    rng = np.random.default_rng(3)
+    q, v = _data(rng)
+    layer = MultiHeadAttention(4, 8)
+    key_mask = np.array([[1, 1, 1, 0, 0, 0, 0], [1] * 7], bool)
+    full = layer(q, v, value_mask=key_mask)
+    cache = layer.compute_key_value(v)
+    out, same = layer(q, v, value_mask=key_mask, cache=cache)
+    assert_close(out, full)
+    for a, b in zip(same, cache):  # returned unchanged
+        np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
+
+
+def test_dropout_only_in_training():
+    rng = np.random.default_rng(4)
+    q, v = _data(rng)
+    layer = MultiHeadAttention(4, 8, dropout=0.5, seed=1)
+    a, b = layer(q, v, training=False), layer(q, v, training=False)
+    assert_close(a, b)
+    assert not np.allclose(to_numpy(layer(q, v, training=True)), to_numpy(a))
+
+
+@pytest.mark.parametrize("policy,dtype", [("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")])
+def test_mixed_precision_finite_on_mostly_padding(policy, dtype):
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(4, 16, 32)).astype("float32")
+    mask = np.zeros((4, 16), bool)
+    mask[0, :16] = True
+    mask[1:, :2] = True
+    ref = MultiHeadAttention(4, 8)
+    mixed = MultiHeadAttention(4, 8, dtype=policy)
+    ref(x, x)
+    mixed(x, x)
+    for s, d in zip(ref.weights, mixed.weights):
+        d.assign(s)
+    expected = to_numpy(ref(x, x, query_mask=mask, value_mask=mask, use_causal_mask=True))
+    out = mixed(x, x, query_mask=mask, value_mask=mask, use_causal_mask=True)
+    assert keras.backend.standardize_dtype(out.dtype) == dtype
+    out = to_numpy(out)
+    assert np.all(np.isfinite(out))
+    scale = np.abs(expected).max()
+    tol = 1e-2 if dtype == "float16" else 5e-2
+    np.testing.assert_allclose(out[mask] / scale, expected[mask] / scale, atol=tol)
+    # Large activations: the float32 logits keep half precision from overflowing.
+    big = mixed(x * 30.0, x * 30.0, query_mask=mask, value_mask=mask, use_causal_mask=True)
+    assert np.all(np.isfinite(to_numpy(big)))
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"num_heads": 0, "key_dim": 8}, "num_heads=0"),
+        ({"num_heads": 4, "key_dim": 0}, "key_dim=0"),
+        ({"num_heads": 4, "key_dim": -2}, "key_dim=-2"),
+        ({"num_heads": 4, "key_dim": 8, "num_key_value_heads": 3}, "num_key_value_heads=3"),
+        ({"num_heads": 4, "key_dim": 8, "dropout": 1.0}, "dropout=1.0"),
+        ({"num_heads": 4, "key_dim": 8, "value_dim": 2.5}, "value_dim=2.5"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MultiHeadAttention(**kwargs)
+
+
+def test_rank_mismatch_and_bad_mask_shape():
+    layer = MultiHeadAttention(2, 4)
+    with pytest.raises(ValueError, match=r"rank 3.*\(2, 8\)"):
+        layer(np.zeros((2, 8), "float32"), np.zeros((2, 8), "float32"))
+    x = np.zeros((2, 5, 8), "float32")
+    with pytest.raises(ValueError, match=r"broadcastable.*\(2, 5, 4\)"):
+        layer(x, x, attention_mask=np.ones((2, 5, 4), bool))
+
+
+@pytest.mark.parametrize("num_key_value_heads", [None, 2])
+def test_layer_harness(num_key_value_heads, tmp_path):
+    rng = np.random.default_rng(6)
+    q, v = _data(rng)
+    run_layer_test(
+        MultiHeadAttention,
+        {"num_heads": 4, "key_dim": 8, "value_dim": 6, "num_key_value_heads": num_key_value_heads,
+         "output_dim": 10, "dropout": 0.1, "seed": 2, "use_bias": True},
+        {"query": q, "value": v},
+        call_kwargs={"use_causal_mask": False},
+        expected_output_shape=(2, 5, 10),
+        tmp_path=tmp_path,
+    )

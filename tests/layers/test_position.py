@@ -1,0 +1,303 @@
+import math
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from keras_attention.layers import (
+    SinusoidalPositionEncoding,
+    TokenAndPositionEmbedding,
+    sinusoidal_position_encoding,
+)
+from tests.layer_test_case import assert_close, run_layer_test, to_numpy
+
+# Regression: `position_encoding="learned"` once sliced the raw Keras Variable
+# with `ops.slice`, which jax (0.10) rejects ("Triggering __jax_array__() during
+# abstractification is no longer supported"); every call failed under
+# KERAS_BACKEND=jax. The learned-kind tests below cover it on both backends.
+KINDS = ["sinusoidal", "learned"]
+
+
+def reference_sinusoidal(length, depth, start_index=0, max_wavelength=10000.0):
+    """The paper's formula, interleaved, in float64 NumPy, written per element."""
+    pe = np.zeros((length, depth), np.float64)
+    for row in range(length):
+        pos = start_index + row
+        for d in range(depth):
+            i = d // 2
+            angle = pos / max_wavelength ** (2 * i / depth)
+            pe[row, d] = math.sin(angle) if d % 2 == 0 else math.cos(angle)
+    return pe
+
+
+def _ids(rng, batch=2, length=6, vocab=20, pad_tail=(0, 2)):
+    ids = rng.integers(1, vocab, size=(batch, length)).astype("int32")
+    for b, n_pad in enumerate(pad_tail[:batch]):
+        if n_pad:
+            ids[b, length - n_pad :] = 0
+    return ids
+
+
+# --------------------------------------------------------------------------- sinusoidal
+
+
+@pytest.mark.parametrize("depth", [1, 2, 7, 8, 16, 33])
+def test_sinusoidal_matches_paper_formula(depth):
+    length = 12
+    pe = sinusoidal_position_encoding(length, depth)
+    assert tuple(pe.shape) == (length, depth)
+    assert keras.backend.standardize_dtype(pe.dtype) == "float32"
+    np.testing.assert_allclose(
+        to_numpy(pe), reference_sinusoidal(length, depth), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_sinusoidal_first_row_and_interleaving():
+    pe = to_numpy(sinusoidal_position_encoding(3, 6))
+    # Position 0: sin(0) = 0 on even dims, cos(0) = 1 on odd dims.
+    np.testing.assert_allclose(pe[0], [0, 1, 0, 1, 0, 1], atol=1e-7)
+    # Dims 0 and 1 share the frequency 1 (i = 0).
+    np.testing.assert_allclose(pe[:, 0], np.sin(np.arange(3)), atol=1e-6)
+    np.testing.assert_allclose(pe[:, 1], np.cos(np.arange(3)), atol=1e-6)
+
+
+def test_sinusoidal_custom_max_wavelength():
+    pe = sinusoidal_position_encoding(5, 6, max_wavelength=100.0)
+    np.testing.assert_allclose(
+        to_numpy(pe), reference_sinusoidal(5, 6, max_wavelength=100.0), rtol=1e-5, atol=1e-5
+    )
+
+
+@pytest.mark.parametrize("depth", [8, 9])
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_sinusoidal_start_index_equals_slice(depth, as_tensor):
+    full = to_numpy(sinusoidal_position_encoding(16, depth))
+    for start in (0, 1, 5, 13):
+        index = ops.convert_to_tensor(start, "int32") if as_tensor else start
+        part = sinusoidal_position_encoding(3, depth, start_index=index)
+        np.testing.assert_allclose(to_numpy(part), full[start : start + 3], rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(
+            to_numpy(part), reference_sinusoidal(3, depth, start), rtol=1e-5, atol=1e-5
+        )
+
+
+@pytest.mark.parametrize("depth", [8, 11])
+def test_sinusoidal_layer_broadcasts_encoding(depth):
+    x = np.random.default_rng(0).normal(size=(3, 5, depth)).astype("float32")
+    out = SinusoidalPositionEncoding()(x)
+    assert tuple(out.shape) == x.shape
+    expected = np.broadcast_to(reference_sinusoidal(5, depth), x.shape)
+    np.testing.assert_allclose(to_numpy(out), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_sinusoidal_layer_start_index(as_tensor):
+    x = np.zeros((2, 1, 8), "float32")
+    layer = SinusoidalPositionEncoding()
+    full = to_numpy(layer(np.zeros((2, 10, 8), "float32")))
+    for start in range(10):
+        index = ops.convert_to_tensor(start, "int32") if as_tensor else start
+        np.testing.assert_allclose(
+            to_numpy(layer(x, start_index=index)), full[:, start : start + 1], rtol=1e-5, atol=1e-5
+        )
+
+
+def test_sinusoidal_layer_bad_max_wavelength():
+    with pytest.raises(ValueError, match="max_wavelength=0"):
+        SinusoidalPositionEncoding(max_wavelength=0)
+    with pytest.raises(ValueError, match="max_wavelength=-5"):
+        SinusoidalPositionEncoding(max_wavelength=-5)
+
+
+def test_sinusoidal_layer_run_layer_test(tmp_path):
+    x = np.random.default_rng(1).normal(size=(2, 7, 12)).astype("float32")
+    run_layer_test(
+        SinusoidalPositionEncoding,
+        {"max_wavelength": 1000},
+        {"inputs": x},
+        expected_output_shape=(2, 7, 12),
+        tmp_path=tmp_path,
+    )
+
+
+# --------------------------------------------------------------------------- TokenAndPositionEmbedding
+
+
+def _expected_embedding(layer, ids, start_index=0):
+    table = to_numpy(layer.token_embedding.embeddings)
+    x = table[ids].astype(np.float64)
+    if layer.scale_embeddings:
+        x = x * math.sqrt(layer.embedding_dim)
+    length = ids.shape[-1]
+    if layer.position_encoding == "learned":
+        positions = to_numpy(layer.position_embeddings)[start_index : start_index + length]
+    else:
+        positions = reference_sinusoidal(
+            length, layer.embedding_dim, start_index, layer.max_wavelength
+        )
+    return x + positions[None]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("scale", [True, False])
+def test_token_and_position_matches_reference(kind, scale):
+    rng = np.random.default_rng(0)
+    ids = _ids(rng, batch=3, length=7, vocab=30, pad_tail=(0, 2, 5))
+    layer = TokenAndPositionEmbedding(
+        30, 10, 16, position_encoding=kind, scale_embeddings=scale
+    )
+    out = layer(ids)
+    assert tuple(out.shape) == (3, 7, 16)
+    if kind == "learned":
+        # Make the learned table non-trivial so the position term matters.
+        layer.position_embeddings.assign(rng.normal(size=(10, 16)).astype("float32"))
+        out = layer(ids)
+    np.testing.assert_allclose(
+        to_numpy(out), _expected_embedding(layer, ids), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_token_and_position_scaling_factor():
+    ids = np.array([[1, 2, 3]], "int32")
+    scaled = TokenAndPositionEmbedding(5, 4, 16, position_encoding="learned")
+    scaled(ids)
+    scaled.position_embeddings.assign(np.zeros((4, 16), "float32"))
+    table = to_numpy(scaled.token_embedding.embeddings)
+    np.testing.assert_allclose(to_numpy(scaled(ids)), table[ids] * 4.0, rtol=1e-6)
+
+    unscaled = TokenAndPositionEmbedding(
+        5, 4, 16, position_encoding="learned", scale_embeddings=False
+    )
+    unscaled(ids)
+    unscaled.token_embedding.embeddings.assign(table)
+    unscaled.position_embeddings.assign(np.zeros((4, 16), "float32"))
+    np.testing.assert_allclose(to_numpy(unscaled(ids)), table[ids], rtol=1e-6)
+
+
+def test_token_and_position_default_initializer_has_unit_scale():
+    layer = TokenAndPositionEmbedding(2000, 4, 64)
+    layer(np.array([[1]], "int32"))
+    table = to_numpy(layer.token_embedding.embeddings)
+    # std D^-0.5, so the sqrt(D)-scaled embeddings have about unit std.
+    assert abs(table.std() * math.sqrt(64) - 1.0) < 0.05
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("as_tensor", [False, True])
+def test_token_and_position_start_index_decoding(kind, as_tensor):
+    rng = np.random.default_rng(2)
+    ids = _ids(rng, batch=2, length=8, vocab=20, pad_tail=(0, 0))
+    layer = TokenAndPositionEmbedding(20, 8, 12, position_encoding=kind)
+    full = layer(ids)
+    if kind == "learned":
+        layer.position_embeddings.assign(rng.normal(size=(8, 12)).astype("float32"))
+        full = layer(ids)
+    full = to_numpy(full)
+    for t in range(8):
+        index = ops.convert_to_tensor(t, "int32") if as_tensor else t
+        step = layer(ids[:, t : t + 1], start_index=index)
+        assert tuple(step.shape) == (2, 1, 12)
+        np.testing.assert_allclose(to_numpy(step), full[:, t : t + 1], rtol=1e-5, atol=1e-5)
+    # A chunk of several tokens at an offset.
+    chunk = layer(ids[:, 3:6], start_index=3)
+    np.testing.assert_allclose(to_numpy(chunk), full[:, 3:6], rtol=1e-5, atol=1e-5)
+
+
+def test_token_and_position_compute_mask():
+    ids = np.array([[4, 7, 0, 0], [0, 3, 0, 5]], "int32")
+    masked = TokenAndPositionEmbedding(10, 6, 8, mask_zero=True)
+    np.testing.assert_array_equal(np.asarray(ops.convert_to_numpy(masked.compute_mask(ids))), ids != 0)
+    assert masked.supports_masking
+    unmasked = TokenAndPositionEmbedding(10, 6, 8)
+    assert unmasked.compute_mask(ids) is None
+
+
+def test_token_and_position_mask_propagates_in_functional_model():
+    rng = np.random.default_rng(4)
+    ids = _ids(rng, batch=3, length=6, vocab=12, pad_tail=(0, 2, 4))
+    inputs = keras.Input(shape=(6,), dtype="int32")
+    embedding = TokenAndPositionEmbedding(12, 6, 8, mask_zero=True)
+    x = embedding(inputs)
+    pooled = keras.layers.GlobalAveragePooling1D()(x)
+    model = keras.Model(inputs, [x, pooled])
+    emb, pooled = model(ids)
+    emb = to_numpy(emb)
+    valid = (ids != 0)[..., None]
+    expected = (emb * valid).sum(1) / valid.sum(1)
+    np.testing.assert_allclose(to_numpy(pooled), expected, rtol=1e-5, atol=1e-5)
+    # Without the mask, the pooled value would be the plain mean (differs).
+    assert not np.allclose(expected, emb.mean(1), atol=1e-3)
+
+
+def test_token_and_position_mask_reaches_downstream_layer():
+    seen = {}
+
+    class MaskProbe(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.supports_masking = True
+
+        def call(self, inputs, mask=None):
+            seen["got_mask"] = mask is not None
+            if mask is None:
+                return ops.zeros(ops.shape(inputs)[:-1])
+            return ops.cast(mask, "float32")  # [B, T]
+
+    ids = np.array([[3, 1, 0, 0], [2, 0, 0, 0]], "int32")
+    inputs = keras.Input(shape=(4,), dtype="int32")
+    x = TokenAndPositionEmbedding(5, 4, 8, mask_zero=True)(inputs)
+    model = keras.Model(inputs, MaskProbe()(x))
+    out = model(ids)
+    assert seen["got_mask"]
+    np.testing.assert_array_equal(to_numpy(out), (ids != 0).astype("float32"))
+
+
+def test_token_and_position_too_long_raises():
+    layer = TokenAndPositionEmbedding(10, 4, 8)
+    with pytest.raises(ValueError, match="Sequence length 5") as info:
+        layer(np.ones((2, 5), "int32"))
+    assert "sequence_length=4" in str(info.value)
+    # Exactly sequence_length is fine.
+    assert tuple(layer(np.ones((2, 4), "int32")).shape) == (2, 4, 8)
+
+
+@pytest.mark.parametrize(
+    "kwargs,fragment",
+    [
+        ({"vocabulary_size": 0}, "vocabulary_size=0"),
+        ({"vocabulary_size": -3}, "vocabulary_size=-3"),
+        ({"vocabulary_size": 2.5}, "vocabulary_size=2.5"),
+        ({"sequence_length": 0}, "sequence_length=0"),
+        ({"embedding_dim": 0}, "embedding_dim=0"),
+        ({"embedding_dim": True}, "embedding_dim=True"),
+        ({"position_encoding": "rope"}, "position_encoding='rope'"),
+    ],
+)
+def test_token_and_position_bad_arguments(kwargs, fragment):
+    args = {"vocabulary_size": 10, "sequence_length": 4, "embedding_dim": 8, **kwargs}
+    with pytest.raises(ValueError) as info:
+        TokenAndPositionEmbedding(**args)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("mask_zero", [False, True])
+def test_token_and_position_run_layer_test(kind, mask_zero, tmp_path):
+    rng = np.random.default_rng(5)
+    ids = _ids(rng, batch=2, length=6, vocab=25, pad_tail=(0, 3))
+    layer = run_layer_test(
+        TokenAndPositionEmbedding,
+        {
+            "vocabulary_size": 25,
+            "sequence_length": 8,
+            "embedding_dim": 16,
+            "position_encoding": kind,
+            "mask_zero": mask_zero,
+        },
+        {"inputs": ids},
+        expected_output_shape=(2, 6, 16),
+        input_dtypes={"inputs": "int32"},
+        tmp_path=tmp_path,
+    )
+    assert_close(layer(ids), _expected_embedding(layer, ids))

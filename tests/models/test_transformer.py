@@ -1,0 +1,100 @@
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.models import Transformer
+from tests.layer_test_case import assert_close, to_numpy
+
+ENC = np.array([[5, 6, 7, 0, 0], [8, 9, 10, 11, 12], [13, 14, 0, 0, 0]], "int32")
+DEC = np.array([[1, 5, 6, 7, 0], [1, 2, 3, 4, 5], [1, 9, 0, 0, 0]], "int32")
+INPUTS = {"encoder_tokens": ENC, "decoder_tokens": DEC}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {},
+        {"norm_first": True, "tie_output_embeddings": False, "position_encoding": "learned"},
+        {"share_encoder_decoder_embeddings": True, "num_key_value_heads": 2},
+    ],
+)
+def test_keras_round_trip_reproduces_logits_exactly(overrides, tmp_path):
+    model = Transformer.from_preset("tiny", **overrides)
+    logits = model(INPUTS)
+    assert logits.shape == (3, 5, 64)
+    assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    np.testing.assert_array_equal(to_numpy(restored(INPUTS)), to_numpy(logits))
+    assert restored.get_config() == model.get_config()
+
+
+def test_readable_layer_names_and_weight_sharing():
+    model = Transformer.from_preset("tiny", share_encoder_decoder_embeddings=True)
+    names = {layer.name for layer in model.layers}
+    assert {"encoder_embedding", "encoder_block_0", "encoder_block_1",
+            "decoder_block_0", "decoder_block_1", "logits"} <= names
+    assert model.decoder_embedding is model.encoder_embedding
+    untied = Transformer.from_preset("tiny", tie_output_embeddings=False)
+    # Tying removes the V x D output projection (and its bias).
+    assert untied.count_params() - Transformer.from_preset("tiny").count_params() == 32 * 64 + 64
+    shared = Transformer.from_preset("tiny", share_encoder_decoder_embeddings=True)
+    assert Transformer.from_preset("tiny").count_params() - shared.count_params() == 64 * 32
+
+
+def test_presets_match_the_papers():
+    presets = Transformer.presets()
+    assert set(presets) == {"tiny", "tutorial", "base", "big"}
+    tut = presets["tutorial"]
+    assert (tut["num_encoder_layers"], tut["d_model"], tut["intermediate_dim"], tut["num_heads"]) == (4, 128, 512, 8)
+    base, big = presets["base"], presets["big"]
+    assert (base["num_encoder_layers"], base["d_model"], base["intermediate_dim"], base["num_heads"], base["dropout"]) == (6, 512, 2048, 8, 0.1)
+    assert (big["d_model"], big["intermediate_dim"], big["num_heads"], big["dropout"]) == (1024, 4096, 16, 0.3)
+    model = Transformer.from_preset("tutorial", encoder_vocabulary_size=100, decoder_vocabulary_size=120)
+    assert model.decoder_vocabulary_size == 120 and model.num_decoder_layers == 4
+
+
+def test_padding_does_not_change_real_positions():
+    model = Transformer.from_preset("tiny")
+    short = model({"encoder_tokens": ENC[:1, :3], "decoder_tokens": DEC[:1, :4]})
+    padded = model(INPUTS)
+    assert_close(to_numpy(padded)[0, :4], to_numpy(short)[0], msg="padding leaked into real positions")
+
+
+def test_cached_steps_equal_the_full_pass():
+    model = Transformer.from_preset("tiny", norm_first=True, num_key_value_heads=1)
+    full = to_numpy(model(INPUTS))
+    encoded, mask = model.encode(ENC)
+    cache = model.initialize_cache(encoded, 5)
+    for i in range(5):
+        logits, cache = model.decode_step(DEC[:, i:i + 1], i, cache, mask)
+        real = DEC[:, i] != 0
+        assert_close(to_numpy(logits)[real], full[real, i])
+
+
+def test_mixed_bfloat16_policy_is_kept_and_logits_are_float32(tmp_path):
+    model = Transformer.from_preset("tiny", dtype="mixed_bfloat16")
+    logits = model(INPUTS)
+    assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+    assert model.encoder_blocks[0].compute_dtype == "bfloat16"
+    path = str(tmp_path / "m.keras")
+    model.save(path)
+    assert keras.saving.load_model(path).decoder_blocks[0].compute_dtype == "bfloat16"
+
+
+@pytest.mark.parametrize(
+    "overrides,match",
+    [
+        ({"num_heads": 5}, "num_heads=5"),
+        ({"d_model": 0}, "d_model=0"),
+        ({"max_length": -1}, "max_length=-1"),
+        ({"share_encoder_decoder_embeddings": True, "decoder_vocabulary_size": 10}, "decoder_vocabulary_size=10"),
+        ({"position_encoding": "rotary"}, "rotary"),
+    ],
+)
+def test_bad_arguments(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        Transformer.from_preset("tiny", **overrides)
+    with pytest.raises(ValueError, match="huge"):
+        Transformer.from_preset("huge")
