@@ -10,17 +10,15 @@ V vocabulary size, D model depth.
 import numpy as np
 from keras import ops
 
+from keras_attention.layers._validation import check_positive_int
+
 # A finite "minus infinity": keeps arithmetic on dead beams free of NaN.
 NEG_INF = -1e9
 
 
 def check_search_args(model, max_length, start_id, end_id, beam_size=1, length_penalty=0.0):
-    def positive_int(name, value):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-            raise ValueError(f"`{name}` must be a positive integer; received {name}={value!r}.")
-
-    positive_int("max_length", max_length)
-    positive_int("beam_size", beam_size)
+    check_positive_int("max_length", max_length)
+    check_positive_int("beam_size", beam_size)
     if max_length > model.max_length:
         raise ValueError(
             f"`max_length`={max_length} exceeds the model's max_length="

@@ -6,10 +6,12 @@ Shape legend: B batch, T length, D model depth, F intermediate depth.
 
 import keras
 
-from keras_attention.layers.multi_head_attention import (
-    MultiHeadAttention,
-    _check_positive_int,
+from keras_attention.layers._validation import (
+    check_head_counts,
+    check_positive_int,
+    check_rate,
 )
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
 
 
 class TransformerBlockBase(keras.layers.Layer):
@@ -32,18 +34,11 @@ class TransformerBlockBase(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        _check_positive_int("num_heads", num_heads)
-        _check_positive_int("intermediate_dim", intermediate_dim)
-        _check_positive_int("key_dim", key_dim, allow_none=True)
-        _check_positive_int("num_key_value_heads", num_key_value_heads, allow_none=True)
-        if num_key_value_heads is not None and num_heads % num_key_value_heads:
-            raise ValueError(
-                "`num_key_value_heads` must divide `num_heads`; received "
-                f"num_heads={num_heads}, num_key_value_heads={num_key_value_heads}."
-            )
-        for name, rate in (("dropout", dropout), ("attention_dropout", attention_dropout)):
-            if rate is not None and not 0.0 <= rate < 1.0:
-                raise ValueError(f"`{name}` must be in [0, 1); received {name}={rate}.")
+        check_head_counts(num_heads, num_key_value_heads)
+        check_positive_int("intermediate_dim", intermediate_dim)
+        check_positive_int("key_dim", key_dim, allow_none=True)
+        check_rate("dropout", dropout)
+        check_rate("attention_dropout", attention_dropout, allow_none=True)
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.key_dim = key_dim

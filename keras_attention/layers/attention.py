@@ -9,6 +9,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.layers._validation import check_rate
 from keras_attention.layers.masks import (
     and_masks,
     causal_mask,
@@ -95,10 +96,7 @@ def scaled_dot_product_attention(
         Vaswani et al., "Attention Is All You Need", 2017, eq. (1).
     """
     _check_inputs(query, key, value, mask)
-    if not 0.0 <= dropout_rate < 1.0:
-        raise ValueError(
-            f"`dropout_rate` must be in [0, 1); received dropout_rate={dropout_rate}."
-        )
+    check_rate("dropout_rate", dropout_rate)
     d_k = query.shape[-1]
     if scale is None:
         scale = 1.0 / math.sqrt(d_k)
@@ -170,8 +168,7 @@ class ScaledDotProductAttention(keras.layers.Layer):
         super().__init__(**kwargs)
         if scale is not None and not scale > 0:
             raise ValueError(f"`scale` must be positive or None; received scale={scale}.")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1); received dropout={dropout}.")
+        check_rate("dropout", dropout)
         self.scale = scale
         self.causal = causal
         self.dropout = dropout

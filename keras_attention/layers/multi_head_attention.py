@@ -13,15 +13,13 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.layers._validation import (
+    check_head_counts,
+    check_positive_int,
+    check_rate,
+)
 from keras_attention.layers.attention import scaled_dot_product_attention
 from keras_attention.layers.masks import and_masks, check_mask_shape, merge_masks
-
-
-def _check_positive_int(name, value, allow_none=False):
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive integer; received {name}={value!r}.")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -117,18 +115,11 @@ class MultiHeadAttention(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        _check_positive_int("num_heads", num_heads)
-        _check_positive_int("key_dim", key_dim)
-        _check_positive_int("value_dim", value_dim, allow_none=True)
-        _check_positive_int("num_key_value_heads", num_key_value_heads, allow_none=True)
-        _check_positive_int("output_dim", output_dim, allow_none=True)
-        if num_key_value_heads is not None and num_heads % num_key_value_heads:
-            raise ValueError(
-                "`num_key_value_heads` must divide `num_heads`; received "
-                f"num_heads={num_heads}, num_key_value_heads={num_key_value_heads}."
-            )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"`dropout` must be in [0, 1); received dropout={dropout}.")
+        check_head_counts(num_heads, num_key_value_heads)
+        check_positive_int("key_dim", key_dim)
+        check_positive_int("value_dim", value_dim, allow_none=True)
+        check_positive_int("output_dim", output_dim, allow_none=True)
+        check_rate("dropout", dropout)
         self.num_heads = num_heads
         self.key_dim = key_dim
         self.value_dim = value_dim

@@ -8,6 +8,8 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.layers._validation import check_positive_int
+
 _POSITION_KINDS = ("sinusoidal", "learned")
 
 
@@ -132,13 +134,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (
-            ("vocabulary_size", vocabulary_size),
-            ("sequence_length", sequence_length),
-            ("embedding_dim", embedding_dim),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"`{name}` must be a positive integer; received {name}={value!r}.")
+        check_positive_int("vocabulary_size", vocabulary_size)
+        check_positive_int("sequence_length", sequence_length)
+        check_positive_int("embedding_dim", embedding_dim)
         if position_encoding not in _POSITION_KINDS:
             raise ValueError(
                 f"`position_encoding` must be one of {_POSITION_KINDS}; received "

@@ -10,6 +10,7 @@ import copy
 import keras
 from keras import ops
 
+from keras_attention.layers._validation import check_positive_int
 from keras_attention.layers import DecoderBlock, EncoderBlock, TokenAndPositionEmbedding
 from keras_attention.layers.masks import padding_mask
 
@@ -111,8 +112,7 @@ class Transformer(keras.Model):
             ("d_model", d_model),
             ("max_length", max_length),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"`{name}` must be a positive integer; received {name}={value!r}.")
+            check_positive_int(name, value)
         if isinstance(num_heads, int) and num_heads > 0 and d_model % num_heads:
             raise ValueError(
                 f"`num_heads` must divide `d_model`; received num_heads={num_heads}, "
