@@ -10,8 +10,8 @@ import copy
 import keras
 from keras import ops
 
-from keras_attention.layers._validation import check_positive_int
 from keras_attention.layers import DecoderBlock, EncoderBlock, TokenAndPositionEmbedding
+from keras_attention.layers._validation import check_positive_int
 from keras_attention.layers.masks import padding_mask
 
 PRESETS = {

@@ -1,7 +1,7 @@
+import keras
 import numpy as np
 import pytest
 
-import keras
 from keras_attention.decoding import beam_search, greedy_search
 from keras_attention.models import Transformer
 from tests.layer_test_case import to_numpy
