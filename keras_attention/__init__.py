@@ -2,4 +2,11 @@
 
 __version__ = "0.1.0"
 
-from keras_attention import layers  # noqa: E402,F401
+import importlib.util
+
+from keras_attention import layers  # noqa: F401
+
+# Registers the bundled TFDS dataset `keras_attention_en_es`. The layers,
+# models and decoding also work where TFDS is not installed (e.g. JAX only).
+if importlib.util.find_spec("tensorflow_datasets") is not None:
+    from keras_attention import data  # noqa: F401

@@ -1,0 +1,121 @@
+"""Where sentence pairs come from: a TFDS translation dataset (including the
+bundled `keras_attention_en_es`) or the user's own text files.
+
+Every source is a `ParallelCorpus`: `load(split)` returns a `tf.data.Dataset`
+of scalar `(source, target)` string pairs for `split` in "train",
+"validation" or "test".
+"""
+
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from keras_attention.data.bundled import KerasAttentionEnEs
+from keras_attention.data.text_files import read_text
+
+SPLITS = ("train", "validation", "test")
+
+
+def _check_split(split, available):
+    if split not in available:
+        raise ValueError(f"Unknown split {split!r}; expected one of {list(available)}.")
+
+
+class TfdsCorpus:
+    """A TFDS translation dataset, e.g. `ted_hrlr_translate/pt_to_en` or
+    `wmt14_translate/de-en`, read in the direction `source_language` ->
+    `target_language` (default: the dataset's supervised keys).
+
+    Args:
+        name: TFDS name with its config, as for `tfds.load`.
+        source_language, target_language: feature names of the two sides.
+        data_dir: TFDS data directory (default: TFDS's own, ~/tensorflow_datasets).
+        download: let TFDS download and prepare the data when it is missing.
+        split_names: map of our split names to the dataset's, for datasets
+            that call them differently (e.g. `{"validation": "dev"}`).
+
+    Example:
+
+    >>> corpus = TfdsCorpus("ted_hrlr_translate/pt_to_en")
+    >>> pairs = corpus.load("train")   # tf.data.Dataset of (pt, en) strings
+    """
+
+    def __init__(self, name, source_language=None, target_language=None, data_dir=None,
+                 download=True, split_names=None):
+        try:
+            builder = tfds.builder(name, data_dir=data_dir)
+        except tfds.core.registered.DatasetNotFoundError as e:
+            raise ValueError(f"Unknown TFDS dataset {name!r}: {e}") from None
+        languages = tuple(getattr(builder.info.features, "languages", ())) or tuple(
+            builder.info.features.keys()
+        )
+        keys = builder.info.supervised_keys or (None, None)
+        source_language = source_language or keys[0]
+        target_language = target_language or keys[1]
+        for role, language in (("source", source_language), ("target", target_language)):
+            if language not in languages:
+                raise ValueError(
+                    f"{name} has no {role} language {language!r}; its languages are "
+                    f"{list(languages)}."
+                )
+        if source_language == target_language:
+            raise ValueError(f"Source and target language are both {source_language!r}.")
+        self.name = name
+        self.source_language = source_language
+        self.target_language = target_language
+        self.data_dir = data_dir
+        self.download = download
+        self.split_names = {split: split for split in SPLITS}
+        self.split_names.update(split_names or {})
+
+    def load(self, split, shuffle_files=False):
+        """`(source, target)` scalar string pairs of `split`."""
+        _check_split(split, self.split_names)
+        examples = tfds.load(
+            self.name,
+            split=self.split_names[split],
+            data_dir=self.data_dir,
+            download=self.download,
+            shuffle_files=shuffle_files,
+        )
+        source, target = self.source_language, self.target_language
+        return examples.map(lambda ex: (ex[source], ex[target]), num_parallel_calls=tf.data.AUTOTUNE)
+
+    def __repr__(self):
+        return f"TfdsCorpus({self.name!r}, {self.source_language!r} -> {self.target_language!r})"
+
+
+def bundled_corpus(data_dir=None):
+    """The English -> Spanish corpus that ships with the package, built
+    locally (no network) by TFDS on first use; see `KerasAttentionEnEs`."""
+    return TfdsCorpus(KerasAttentionEnEs.name, "en", "es", data_dir=data_dir)
+
+
+class TextFilesCorpus:
+    """The user's own parallel text, one entry per split.
+
+    Args:
+        files: dict from split name to `(source_path, target_path)` (two
+            aligned files) or a `.tsv` path. "train" is required.
+        source_language, target_language: names used in logs and reports.
+
+    The files are read and checked when the corpus is created, so that a
+    bad file stops a run before it writes anything.
+    """
+
+    def __init__(self, files, source_language="source", target_language="target"):
+        if "train" not in files:
+            raise ValueError(f"Own text files need a 'train' entry; received splits {list(files)}.")
+        for split in files:
+            _check_split(split, SPLITS)
+        self.texts = {split: read_text(paths) for split, paths in files.items()}
+        self.name = "text_files"
+        self.source_language = source_language
+        self.target_language = target_language
+
+    def load(self, split):
+        _check_split(split, self.texts)
+        text = self.texts[split]
+        return tf.data.Dataset.from_tensor_slices((list(text.sources), list(text.targets)))
+
+    def __repr__(self):
+        return f"TextFilesCorpus({ {s: t.files for s, t in self.texts.items()} })"

@@ -1,0 +1,627 @@
+"""Tests for the English→Spanish grammar corpus (keras_attention.data.en_es_grammar)."""
+
+import collections
+import doctest
+import hashlib
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from keras_attention.data import en_es_grammar as g
+from keras_attention.data.en_es_grammar import (
+    LEXICON,
+    PHENOMENA,
+    SPLIT_SIZES,
+    Example,
+    generate_examples,
+    make_splits,
+)
+
+SPANISH_SUBJECT_PRONOUNS = {
+    "yo", "tú", "él", "ella", "nosotros", "nosotras", "vosotros", "vosotras",
+    "ellos", "ellas", "usted", "ustedes",
+}  # fmt: skip
+ENGLISH_SUBJECT_PRONOUNS = {"i", "you", "he", "she", "we", "they"}  # lower-cased
+ENGLISH_PREPOSITION_WORDS = {"in", "on", "under", "next", "near", "behind", "with",
+                             "to", "from", "at"}  # fmt: skip
+NUMERAL_WORDS = {n.en for n in LEXICON.numerals}
+
+# Spanish noun form -> [(noun, gender, plural)]; "paraguas" is both numbers.
+NOUN_FORMS = collections.defaultdict(list)
+for _noun in LEXICON.nouns:
+    NOUN_FORMS[_noun.es].append((_noun, _noun.gender, False))
+    if _noun.countable:
+        NOUN_FORMS[_noun.es_plural].append((_noun, _noun.gender, True))
+PLURAL_ONLY_NOUN_FORMS = {
+    form for form, entries in NOUN_FORMS.items() if all(pl for _, _, pl in entries)
+}
+
+# Spanish words that can start a noun phrase -> {(gender, plural)} they agree with.
+DETERMINER_AGREEMENT = collections.defaultdict(set)
+for _det in LEXICON.determiners:
+    for (_gender, _plural), _form in zip(
+        [("m", False), ("f", False), ("m", True), ("f", True)], _det.es
+    ):
+        if _form is not None:
+            DETERMINER_AGREEMENT[_form].add((_gender, _plural))
+for _num in LEXICON.numerals:
+    if _num.value == 1:
+        DETERMINER_AGREEMENT[_num.es_m].add(("m", False))
+        DETERMINER_AGREEMENT[_num.es_f].add(("f", False))
+    else:
+        DETERMINER_AGREEMENT[_num.es_m] |= {("m", True), ("f", True)}
+DETERMINER_AGREEMENT["al"].add(("m", False))  # a + el
+DETERMINER_AGREEMENT["del"].add(("m", False))  # de + el
+DETERMINER_AGREEMENT["cuántos"].add(("m", True))
+DETERMINER_AGREEMENT["cuántas"].add(("f", True))
+PLURAL_NUMERALS = {n.es_m for n in LEXICON.numerals if n.value > 1}
+
+GENDER_MARKED_WORDS = {
+    form
+    for det in LEXICON.determiners
+    if det.gendered and det.kind != "definite"
+    for form in det.es
+    if form is not None
+} | {"un", "una", "cuántos", "cuántas"}
+GENDER_MARKED_WORDS |= {
+    form
+    for adj in LEXICON.adjectives
+    if adj.gendered
+    for form in (adj.ms, adj.fs, adj.mp, adj.fp)
+}
+PLURAL_MARKERS = (
+    PLURAL_ONLY_NOUN_FORMS
+    | PLURAL_NUMERALS
+    | {"cuántos", "cuántas"}
+    | {f for d in LEXICON.determiners for f in d.es[2:] if f is not None}
+)
+
+
+def words(sentence):
+    """Whitespace tokens with ¿ ? . stripped."""
+    return re.sub(r"[¿?.]", "", sentence).split()
+
+
+def lower_words(sentence):
+    return [w.lower() for w in words(sentence)]
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return generate_examples(5_000, seed=0)
+
+
+@pytest.fixture(scope="module")
+def big_sample():
+    return generate_examples(20_000, seed=0)
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return make_splits()
+
+
+# --------------------------------------------------------------------------- #
+# Determinism, distinctness, splits
+# --------------------------------------------------------------------------- #
+def test_same_seed_same_examples_different_seed_different():
+    first = generate_examples(500, seed=3)
+    assert first == generate_examples(500, seed=3)
+    assert first != generate_examples(500, seed=4)
+    assert all(isinstance(ex, Example) for ex in first)
+    # A prefix of a longer run is the shorter run.
+    assert generate_examples(100, seed=3) == first[:100]
+
+
+def _fingerprint_in_subprocess(hash_seed):
+    """Generates in a fresh interpreter with another PYTHONHASHSEED; loads the
+    module file directly so that the (TensorFlow-importing) package is not."""
+    code = (
+        "import hashlib, importlib.util, sys\n"
+        f"spec = importlib.util.spec_from_file_location('grammar', {g.__file__!r})\n"
+        "module = importlib.util.module_from_spec(spec)\n"
+        "sys.modules['grammar'] = module\n"
+        "spec.loader.exec_module(module)\n"
+        "examples = module.generate_examples(300, seed=11)\n"
+        "text = '\\n'.join(e.en + '|' + e.es + '|' + ','.join(sorted(e.phenomena))\n"
+        "                  + '|' + repr(e.alignments) for e in examples)\n"
+        "print(hashlib.sha256(text.encode()).hexdigest())\n"
+    )
+    env = dict(os.environ, PYTHONHASHSEED=str(hash_seed))
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return result.stdout.strip()
+
+
+def test_deterministic_across_processes_and_hash_seeds():
+    examples = generate_examples(300, seed=11)
+    text = "\n".join(
+        e.en
+        + "|"
+        + e.es
+        + "|"
+        + ",".join(sorted(e.phenomena))
+        + "|"
+        + repr(e.alignments)
+        for e in examples
+    )
+    expected = hashlib.sha256(text.encode()).hexdigest()
+    assert _fingerprint_in_subprocess(1) == expected
+    assert _fingerprint_in_subprocess(2) == expected
+
+
+def test_examples_are_distinct(big_sample):
+    assert len({ex.en for ex in big_sample}) == len(big_sample) == 20_000
+
+
+def test_split_sizes_and_disjointness(splits):
+    assert {name: len(split) for name, split in splits.items()} == SPLIT_SIZES
+    english = {name: {ex.en for ex in split} for name, split in splits.items()}
+    pairs = {name: {(ex.en, ex.es) for ex in split} for name, split in splits.items()}
+    for a, b in [("train", "validation"), ("train", "test"), ("validation", "test")]:
+        assert not english[a] & english[b], (a, b)
+        assert not pairs[a] & pairs[b], (a, b)
+    assert len(pairs["train"]) >= 50_000
+
+
+def test_validation_and_test_do_not_depend_on_train_size(splits):
+    small = make_splits(sizes={"train": 50})
+    assert len(small["train"]) == 50
+    assert small["validation"] == splits["validation"]
+    assert small["test"] == splits["test"]
+    assert make_splits(seed=1, sizes={"train": 0})["train"] == []
+
+
+def test_splits_deterministic_in_seed():
+    sizes = {"train": 200, "validation": 20, "test": 20}
+    assert make_splits(5, sizes) == make_splits(5, sizes)
+    assert make_splits(5, sizes)["test"] != make_splits(6, sizes)["test"]
+
+
+# --------------------------------------------------------------------------- #
+# Phenomena: frequency and faithfulness
+# --------------------------------------------------------------------------- #
+def test_every_phenomenon_is_frequent(sample):
+    counts = collections.Counter(p for ex in sample for p in ex.phenomena)
+    for phenomenon in PHENOMENA:
+        assert counts[phenomenon] >= 0.05 * len(sample), (phenomenon, counts)
+    assert all(ex.phenomena <= set(PHENOMENA) for ex in sample)
+
+
+def _determiner_agrees(es_words, noun_index, gender, plural):
+    """The word(s) before the noun agree: [det] [numeral] noun."""
+    before = es_words[noun_index - 1]
+    if (gender, plural) not in DETERMINER_AGREEMENT.get(before, set()):
+        return False
+    if before in PLURAL_NUMERALS and noun_index >= 2:
+        article = es_words[noun_index - 2]
+        if article in DETERMINER_AGREEMENT:  # "los tres libros", "mis dos casas"
+            return (gender, plural) in DETERMINER_AGREEMENT[article]
+    return True
+
+
+def _find_aligned_adjective(es_words, start, adjective, form):
+    """Index >= start of `form` right after an agreeing noun (and agreeing
+    determiner), else None."""
+    for i in range(max(start, 2), len(es_words)):
+        if es_words[i] != form:
+            continue
+        for _noun, gender, plural in NOUN_FORMS.get(es_words[i - 1], []):
+            if adjective.form(gender, plural) == form and _determiner_agrees(
+                es_words, i - 1, gender, plural
+            ):
+                return i
+    return None
+
+
+def test_adjective_reordering_alignments(sample):
+    checked = 0
+    for ex in sample:
+        assert bool(ex.alignments) == ("adjective_reordering" in ex.phenomena), ex
+        es_words, en_words = lower_words(ex.es), words(ex.en)
+        es_pos = en_pos = 0
+        for en_adj, es_adj in ex.alignments:
+            adjective = LEXICON.adjective(en_adj)
+            assert es_adj in (adjective.ms, adjective.fs, adjective.mp, adjective.fp)
+            i = _find_aligned_adjective(es_words, es_pos, adjective, es_adj)
+            assert i is not None, ex
+            # English: the same adjective directly before the same noun.
+            j = en_words.index(en_adj, en_pos)
+            nouns = [noun for noun, _, _ in NOUN_FORMS[es_words[i - 1]]]
+            assert en_words[j + 1] in {n.en for n in nouns} | {
+                n.en_plural for n in nouns
+            }
+            es_pos, en_pos = i + 1, j + 1
+            checked += 1
+    assert checked > 1_000
+
+
+def test_pronoun_drop(sample):
+    for ex in sample:
+        es_words = set(lower_words(ex.es))
+        assert not es_words & SPANISH_SUBJECT_PRONOUNS, ex
+        has_pronoun = bool(set(lower_words(ex.en)) & ENGLISH_SUBJECT_PRONOUNS)
+        assert has_pronoun == ("pronoun_drop" in ex.phenomena), ex
+        if "pronoun_drop" in ex.phenomena and "question" not in ex.phenomena:
+            assert lower_words(ex.en)[0] in ENGLISH_SUBJECT_PRONOUNS, ex
+
+
+def test_negation_directly_before_the_verb(sample):
+    verb_forms = LEXICON.verb_forms()
+    for ex in sample:
+        es_words = words(ex.es)
+        negated = "negation" in ex.phenomena
+        assert negated == ("not" in words(ex.en)), ex
+        assert negated == (sum(w.lower() == "no" for w in es_words) == 1), ex
+        if negated:
+            i = [w.lower() for w in es_words].index("no")
+            assert es_words[i + 1] in verb_forms, ex
+
+
+def test_contractions_are_applied(big_sample):
+    contracted = 0
+    for ex in big_sample:
+        assert not re.search(r"\b(de|a) el\b", ex.es, flags=re.IGNORECASE), ex
+        contracted += bool(re.search(r"\b(al|del)\b", ex.es))
+    assert contracted > 1_000
+
+
+def test_questions_and_sentence_format(big_sample):
+    for ex in big_sample:
+        question = "question" in ex.phenomena
+        assert ex.en.endswith("?" if question else "."), ex
+        assert ex.es.endswith("?" if question else "."), ex
+        assert ex.es.startswith("¿") == question, ex
+        assert ex.es.count("¿") == ex.es.count("?") == int(question)
+        for sentence in (ex.en, ex.es):
+            assert sentence == sentence.strip() and "  " not in sentence
+            assert " ." not in sentence and " ?" not in sentence
+            assert sentence.lstrip("¿")[0].isupper(), sentence
+            assert sentence[:-1].count(".") == 0
+        # Only the first letter (and English "I") is upper case.
+        assert all(w.islower() or w == "I" for w in words(ex.en)[1:]), ex
+        assert all(w.islower() for w in words(ex.es)[1:]), ex
+
+
+def test_other_phenomenon_flags_match_the_text(sample):
+    for ex in sample:
+        en_words, es_words = lower_words(ex.en), lower_words(ex.es)
+        assert ("number" in ex.phenomena) == bool(set(en_words) & NUMERAL_WORDS), ex
+        assert ("prepositional_phrase" in ex.phenomena) == bool(
+            set(en_words) & ENGLISH_PREPOSITION_WORDS
+        ), ex
+        assert ("gender_agreement" in ex.phenomena) == bool(
+            set(es_words) & GENDER_MARKED_WORDS
+        ), ex
+        plural_nouns = set(es_words) & PLURAL_ONLY_NOUN_FORMS
+        if "number_agreement" in ex.phenomena:
+            assert set(es_words) & PLURAL_MARKERS, ex
+        else:
+            assert not plural_nouns, ex
+
+
+def test_lengths(sample):
+    lengths = [len(ex.en.split()) for ex in sample]
+    assert min(lengths) >= 4 and max(lengths) <= 20
+    assert 5 <= sum(lengths) / len(lengths) <= 12
+    assert len(set(lengths)) >= 8  # lengths vary
+
+
+def test_vocabulary_size(splits):
+    for lang in ("en", "es"):
+        vocab = {w.lower() for ex in splits["train"] for w in words(getattr(ex, lang))}
+        assert 150 <= len(vocab) <= 1_000, (lang, len(vocab))
+
+
+# --------------------------------------------------------------------------- #
+# The mapping is a function; exact, hand-checked translations
+# --------------------------------------------------------------------------- #
+def test_english_to_spanish_is_a_function(big_sample):
+    first = collections.defaultdict(set)
+    for ex in big_sample:
+        first[ex.en].add(ex.es)
+    assert all(len(v) == 1 for v in first.values())
+    other = generate_examples(20_000, seed=1)
+    shared = [ex for ex in other if ex.en in first]
+    assert len(shared) > 100  # enough overlap for the check to mean something
+    for ex in shared:
+        assert first[ex.en] == {ex.es}, ex
+
+
+N, A, V, P = LEXICON.noun, LEXICON.adjective, LEXICON.verb, LEXICON.pronoun
+
+
+def _pp(prep, noun, **kwargs):
+    return g._PP(LEXICON.preposition(prep), g._NP(N(noun), **kwargs))
+
+
+HAND_CHECKED = [
+    (
+        g._render_locative(g._NP(N("book"), adjective=A("red")), _pp("on", "table")),
+        "The red book is on the table.",
+        "El libro rojo está sobre la mesa.",
+    ),
+    (
+        g._render_clause(P("I"), V("leave"), "past", objects=(g._NP(N("book")),)),
+        "I left the book.",
+        "Dejé el libro.",
+    ),
+    (
+        g._render_clause(
+            P("I"), V("leave"), "past", objects=(g._NP(N("book")),), pps=(_pp("on", "table"),)
+        ),
+        "I left the book on the table.",
+        "Dejé el libro sobre la mesa.",
+    ),
+    (g._render_clause(P("we"), V("eat"), "future"), "We will eat.", "Comeremos."),
+    (
+        g._render_clause(
+            P("I"), V("eat"), "present", negated=True, objects=(g._NP(N("apple"), plural=True),)
+        ),
+        "I do not eat the apples.",
+        "No como las manzanas.",
+    ),
+    (
+        g._render_clause(
+            P("you"), V("have"), "present", mode="yes_no",
+            objects=(g._NP(N("book"), adjective=A("red")),),
+        ),
+        "Do you have the red book?",
+        "¿Tienes el libro rojo?",
+    ),
+    (
+        g._render_where_is(g._NP(N("cat"), adjective=A("small"))),
+        "Where is the small cat?",
+        "¿Dónde está el gato pequeño?",
+    ),
+    (
+        g._render_clause(
+            P("they"), V("go"), "future", pps=(_pp("to", "park"), _pp("with", "dog"))
+        ),
+        "They will go to the park with the dog.",
+        "Irán al parque con el perro.",
+    ),
+    (
+        g._render_locative(g._NP(N("cat")), _pp("under", "sofa")),
+        "The cat is under the sofa.",
+        "El gato está debajo del sofá.",
+    ),
+    (
+        g._render_existential(
+            g._NP(N("apple"), None, True, 3, A("red")), _pp("in", "box")
+        ),
+        "There are three red apples in the box.",
+        "Hay tres manzanas rojas en la caja.",
+    ),
+    (
+        g._render_existential(
+            g._NP(N("umbrella"), "a", adjective=A("old")), _pp("next to", "bed", det="my"),
+            question=True,
+        ),
+        "Is there an old umbrella next to my bed?",
+        "¿Hay un paraguas viejo al lado de mi cama?",
+    ),
+    (
+        g._render_clause(
+            g._NP(N("girl")), V("have"), "present", mode="how_many",
+            how_many=g._NP(N("book")),
+        ),
+        "How many books does the girl have?",
+        "¿Cuántos libros tiene la niña?",
+    ),
+    (
+        g._render_predicative(
+            g._NP(N("house"), "our", True, 2, A("white")), A("big"), very=True
+        ),
+        "Our two white houses are very big.",
+        "Nuestras dos casas blancas son muy grandes.",
+    ),
+    (
+        g._render_predicative(g._NP(N("coffee")), A("hot"), question=True),
+        "Is the coffee hot?",
+        "¿Está caliente el café?",
+    ),
+    (
+        g._render_predicative(g._NP(N("key"), "this"), A("broken"), negated=True),
+        "This key is not broken.",
+        "Esta llave no está rota.",
+    ),
+    (
+        g._render_what_colour(g._NP(N("car"), plural=True)),
+        "What color are the cars?",
+        "¿De qué color son los coches?",
+    ),
+    (
+        g._render_clause(
+            P("you"), V("leave"), "past", mode="where",
+            objects=(g._NP(N("key"), plural=True),),
+        ),
+        "Where did you leave the keys?",
+        "¿Dónde dejaste las llaves?",
+    ),
+    (
+        g._render_clause(
+            g._NP(N("dog"), None, False, 1), V("bring"), "present",
+            objects=(g._NP(N("ball"), "a"), g._NP(N("egg"), "a")),
+            pps=(_pp("from", "market"),),
+        ),
+        "One dog brings a ball and an egg from the market.",
+        "Un perro trae una pelota y un huevo del mercado.",
+    ),
+    (
+        g._render_clause(
+            P("she"), V("look for"), "past", negated=True,
+            objects=(g._NP(N("pencil"), "her", True),), pps=(_pp("in", "kitchen"),),
+        ),
+        "She did not look for her pencils in the kitchen.",
+        "No buscó sus lápices en la cocina.",
+    ),
+    (
+        g._render_locative(P("we"), _pp("near", "river"), tense="future", question=True),
+        "Will we be near the river?",
+        "¿Estaremos cerca del río?",
+    ),
+    (
+        g._render_how_many_there(g._NP(N("mouse"), adjective=A("gray")), _pp("in", "garden")),
+        "How many gray mice are there in the garden?",
+        "¿Cuántos ratones grises hay en el jardín?",
+    ),
+    (
+        g._render_clause(
+            g._NP(N("train"), "the", True), V("arrive"), "future",
+            pps=(_pp("at", "station"),),
+        ),
+        "The trains will arrive at the station.",
+        "Los trenes llegarán a la estación.",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "piece, en, es", HAND_CHECKED, ids=[h[1] for h in HAND_CHECKED]
+)
+def test_hand_checked_pairs(piece, en, es):
+    example = g._finish(piece)
+    assert (example.en, example.es) == (en, es)
+
+
+def test_hand_checked_annotations():
+    example = g._finish(HAND_CHECKED[0][0])
+    assert example.phenomena == {
+        "adjective_reordering", "gender_agreement", "prepositional_phrase",
+    }  # fmt: skip
+    assert example.alignments == (("red", "rojo"),)
+    example = g._finish(HAND_CHECKED[12][0])  # Our two white houses are very big.
+    assert example.alignments == (("white", "blancas"),)
+    assert {"number", "number_agreement", "gender_agreement"} <= example.phenomena
+    assert "pronoun_drop" in g._finish(HAND_CHECKED[3][0]).phenomena
+
+
+def test_generated_known_sentences_have_the_known_translation(big_sample):
+    expected = {en: es for _, en, es in HAND_CHECKED}
+    translation = {ex.en: ex.es for ex in big_sample}
+    for en, es in expected.items():
+        if en in translation:
+            assert translation[en] == es
+    # Some templates' short sentences are generated and must match exactly.
+    assert translation.get(
+        "Where is the small cat?", "¿Dónde está el gato pequeño?"
+    ) == ("¿Dónde está el gato pequeño?")
+
+
+# --------------------------------------------------------------------------- #
+# Lexicon
+# --------------------------------------------------------------------------- #
+def test_lexicon_sizes_and_unambiguous_english():
+    assert 50 <= len(LEXICON.nouns) <= 80
+    assert 25 <= len(LEXICON.adjectives) <= 35
+    assert 25 <= len(LEXICON.verbs) <= 35
+    owners = collections.defaultdict(set)
+    for noun in LEXICON.nouns:
+        owners[noun.en].add(("noun", noun.en))
+        owners[noun.en_plural].add(("noun", noun.en))
+    for adj in LEXICON.adjectives:
+        owners[adj.en].add(("adjective", adj.en))
+    for verb in LEXICON.verbs:
+        for form in (verb.en, verb.en_3s, verb.en_past):
+            if form is not None:
+                owners[form].add(("verb", verb.en))
+    ambiguous = {form: who for form, who in owners.items() if len(who) > 1}
+    assert not ambiguous
+    # Each Spanish noun form belongs to one noun.
+    assert all(
+        len({n.en for n, _, _ in entries}) == 1 for entries in NOUN_FORMS.values()
+    )
+
+
+def _regular_forms(infinitive, tense):
+    """Regular -ar/-er/-ir conjugation in PERSONS order."""
+    stem, ending = infinitive[:-2], infinitive[-2:]
+    if tense == "future":
+        return tuple(infinitive + e for e in ("é", "ás", "á", "emos", "án"))
+    if tense == "present":
+        endings = {"ar": ("o", "as", "a", "amos", "an"),
+                   "er": ("o", "es", "e", "emos", "en"),
+                   "ir": ("o", "es", "e", "imos", "en")}[ending]  # fmt: skip
+    else:
+        endings = {"ar": ("é", "aste", "ó", "amos", "aron"),
+                   "er": ("í", "iste", "ió", "imos", "ieron"),
+                   "ir": ("í", "iste", "ió", "imos", "ieron")}[ending]  # fmt: skip
+    return tuple(stem + e for e in endings)
+
+
+def test_regular_conjugation_tables_follow_the_rules():
+    regular = [v for v in LEXICON.verbs if v.regular]
+    assert len(regular) >= 10
+    for verb in regular:
+        for tense in verb.tenses:
+            assert getattr(verb, tense) == _regular_forms(verb.es, tense), (
+                verb.es,
+                tense,
+            )
+
+
+def test_irregular_conjugation_spot_checks():
+    checks = {
+        ("ir", "past", 2): "fue", ("ir", "present", 0): "voy",
+        ("tener", "present", 0): "tengo", ("venir", "future", 3): "vendremos",
+        ("traer", "past", 4): "trajeron", ("conducir", "present", 0): "conduzco",
+        ("buscar", "past", 0): "busqué", ("llegar", "past", 0): "llegué",
+        ("jugar", "present", 2): "juega", ("dormir", "past", 4): "durmieron",
+        ("enviar", "present", 0): "envío", ("recoger", "present", 0): "recojo",
+        ("ver", "past", 2): "vio", ("estar", "present", 1): "estás",
+    }  # fmt: skip
+    verbs = {v.es: v for v in (*LEXICON.verbs, LEXICON.estar, LEXICON.ser)}
+    for (infinitive, tense, person), form in checks.items():
+        assert verbs[infinitive].conjugate(tense, person) == form
+    for verb in verbs.values():
+        for tense in verb.tenses:
+            forms = getattr(verb, tense)
+            assert len(forms) == 5 and all(f.islower() and " " not in f for f in forms)
+
+
+def test_doctests():
+    result = doctest.testmod(g, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+# --------------------------------------------------------------------------- #
+# Bad arguments
+# --------------------------------------------------------------------------- #
+@pytest.mark.parametrize("num_examples", [0, -5, 2.5, "10", True, g.MAX_EXAMPLES + 1])
+def test_bad_num_examples(num_examples):
+    with pytest.raises(ValueError, match="num_examples"):
+        generate_examples(num_examples)
+
+
+def test_bad_seed():
+    with pytest.raises(ValueError, match="seed"):
+        generate_examples(3, seed="abc")
+
+
+def test_more_than_the_grammar_can_make(monkeypatch):
+    constant = g._finish(g._render_where_is(g._NP(N("cat"))))
+    monkeypatch.setattr(g, "_random_example", lambda rng: constant)
+    with pytest.raises(ValueError, match="num_examples"):
+        generate_examples(2)
+
+
+@pytest.mark.parametrize(
+    "sizes, match",
+    [
+        ({"dev": 10}, "dev"),
+        ({"train": -1}, "train"),
+        ({"test": 1.5}, "test"),
+    ],
+)
+def test_bad_split_sizes(sizes, match):
+    with pytest.raises(ValueError, match=match):
+        make_splits(sizes=sizes)

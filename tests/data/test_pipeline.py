@@ -1,0 +1,178 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.data import (
+    END_ID,
+    START_ID,
+    default_bucket_boundaries,
+    length_statistics,
+    make_batches,
+)
+from tests.data.conftest import ENGLISH, SPANISH
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    """300 pairs of 1-4 sentences joined: lengths from ~5 to ~60 tokens."""
+    rng = np.random.default_rng(0)
+    sources, targets = [], []
+    for _ in range(300):
+        idx = rng.integers(0, len(ENGLISH), size=rng.integers(1, 5))
+        sources.append(" ".join(ENGLISH[i] for i in idx))
+        targets.append(" ".join(SPANISH[i] for i in idx))
+    return tf.data.Dataset.from_tensor_slices((sources, targets))
+
+
+def collect(dataset):
+    """All rows of all batches as lists of int lists (padding removed)."""
+    rows = []
+    for inputs, labels in dataset.as_numpy_iterator():
+        for enc, dec, lab in zip(inputs["encoder_tokens"], inputs["decoder_tokens"], labels):
+            rows.append((tuple(enc[enc != 0]), tuple(dec[dec != 0]), tuple(lab[lab != 0])))
+    return rows
+
+
+def test_default_bucket_boundaries():
+    assert default_bucket_boundaries(64) == (8, 16, 24, 32, 48, 64)
+    assert default_bucket_boundaries(100) == (8, 16, 24, 32, 48, 64, 96, 100)
+    assert default_bucket_boundaries(6) == (6,)
+
+
+def test_batches_have_bucketed_shapes_and_token_budget(pairs, tokenizers):
+    boundaries = (16, 32, 48, 64)
+    dataset = make_batches(pairs, *tokenizers, max_length=64, batch_tokens=512,
+                           bucket_boundaries=boundaries, seed=0)
+    spec = dataset.element_spec
+    assert spec[0]["encoder_tokens"].dtype == tf.int32 and spec[1].dtype == tf.int32
+    shapes = set()
+    for inputs, labels in dataset:
+        enc, dec = inputs["encoder_tokens"], inputs["decoder_tokens"]
+        assert enc.shape == dec.shape == labels.shape
+        shapes.add(tuple(enc.shape))
+    # One shape per bucket: batch = 512 // length, length = the boundary (remainders dropped).
+    assert shapes <= {(512 // b, b) for b in boundaries}
+    assert len(shapes) >= 3
+
+
+def test_example_layout(pairs, tokenizers):
+    source_tokenizer, target_tokenizer = tokenizers
+    dataset = make_batches(pairs, *tokenizers, max_length=64, batch_tokens=512, training=False)
+    rows = collect(dataset)
+    assert len(rows) == 300  # evaluation keeps every pair (none is over 64 tokens)
+    for enc, dec, lab in rows:
+        assert enc[-1] == END_ID and END_ID not in enc[:-1]
+        assert dec[0] == START_ID and lab[-1] == END_ID
+        assert dec[1:] == lab[:-1]  # teacher forcing: labels are the inputs shifted by one
+    expected = {
+        s.numpy() for s, _ in pairs
+    }
+    decoded = {source_tokenizer.detokenize([list(enc)]).numpy()[0] for enc, _, _ in rows}
+    assert decoded == expected
+    targets = {t.numpy() for _, t in pairs}
+    assert {target_tokenizer.detokenize([list(lab)]).numpy()[0] for _, _, lab in rows} == targets
+
+
+@pytest.mark.parametrize("max_length", [12, 20])
+def test_drop_policy_matches_statistics(pairs, tokenizers, max_length):
+    stats = length_statistics(pairs, *tokenizers, max_length=max_length)
+    assert stats["pairs"] == 300
+    assert 0 < stats["over_max_length"] < 300
+    rows = collect(make_batches(pairs, *tokenizers, max_length=max_length, batch_tokens=256,
+                                training=False))
+    assert len(rows) == 300 - stats["over_max_length"]
+    assert all(len(enc) <= max_length and len(dec) <= max_length for enc, dec, _ in rows)
+
+
+def test_truncate_policy_keeps_every_pair_and_end(pairs, tokenizers):
+    rows = collect(make_batches(pairs, *tokenizers, max_length=12, length_policy="truncate",
+                                batch_tokens=256, training=False))
+    assert len(rows) == 300
+    for enc, dec, lab in rows:
+        assert len(enc) <= 12 and len(dec) <= 12 and len(lab) <= 12
+        assert enc[-1] == END_ID and lab[-1] == END_ID and dec[0] == START_ID
+        assert dec[1:] == lab[: len(dec) - 1]
+
+
+def test_length_statistics(pairs, tokenizers):
+    stats = length_statistics(pairs, *tokenizers)
+    source, target = tokenizers
+    src_lengths = [len(source.tokenize(s).numpy()) + 1 for s, _ in pairs]
+    tgt_lengths = [len(target.tokenize(t).numpy()) + 1 for _, t in pairs]
+    assert stats["source_tokens"] == sum(src_lengths)
+    assert stats["target_tokens"] == sum(tgt_lengths)
+    assert stats["max_source_length"] == max(src_lengths)
+    assert stats["mean_target_length"] == pytest.approx(np.mean(tgt_lengths))
+    assert "over_max_length" not in stats
+
+
+def test_deterministic_mode_and_seeds(pairs, tokenizers):
+    def batches(seed):
+        ds = make_batches(pairs, *tokenizers, max_length=64, batch_tokens=512,
+                          seed=seed, deterministic=True)
+        return [labels.tolist() for _, labels in ds.as_numpy_iterator()]
+
+    first = batches(7)
+    assert first == batches(7)
+    assert first != batches(8)
+
+
+def test_shuffle_reshuffles_each_epoch(pairs, tokenizers):
+    ds = make_batches(pairs, *tokenizers, max_length=64, batch_tokens=512, seed=3,
+                      deterministic=True)
+    epoch_1 = [labels.tolist() for _, labels in ds.as_numpy_iterator()]
+    epoch_2 = [labels.tolist() for _, labels in ds.as_numpy_iterator()]
+    assert epoch_1 != epoch_2
+
+
+def test_repeat(pairs, tokenizers):
+    ds = make_batches(pairs, *tokenizers, max_length=64, batch_tokens=512, seed=0, repeat=True)
+    assert len(list(ds.take(200))) == 200  # more than one epoch's batches
+
+
+def test_sharding_for_distribution(pairs, tokenizers):
+    """Two input pipelines read disjoint halves and build per-replica batches."""
+    shards = []
+    for pipeline_id in range(2):
+        context = tf.distribute.InputContext(
+            num_input_pipelines=2, input_pipeline_id=pipeline_id, num_replicas_in_sync=2
+        )
+        ds = make_batches(pairs, *tokenizers, max_length=64, batch_tokens=1024,
+                          bucket_boundaries=(16, 32, 48, 64), training=False,
+                          input_context=context)
+        for inputs, _ in ds:
+            length = inputs["encoder_tokens"].shape[1]
+            assert inputs["encoder_tokens"].shape[0] <= 512 // length  # per replica
+        shards.append(collect(ds))
+    assert len(shards[0]) + len(shards[1]) == 300
+    assert abs(len(shards[0]) - len(shards[1])) <= 1
+    all_rows = collect(make_batches(pairs, *tokenizers, max_length=64, batch_tokens=1024,
+                                    training=False))
+    assert sorted(shards[0] + shards[1]) == sorted(all_rows)
+
+
+def test_with_mirrored_strategy(pairs, tokenizers):
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    dist = strategy.distribute_datasets_from_function(
+        lambda context: make_batches(pairs, *tokenizers, max_length=64, batch_tokens=512,
+                                     seed=0, input_context=context)
+    )
+    _, labels = next(iter(dist))
+    assert labels.shape[1] in default_bucket_boundaries(64)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"length_policy": "cut"}, "length_policy"),
+        ({"max_length": 0}, "max_length"),
+        ({"max_length": 1}, "at least 2"),
+        ({"batch_tokens": 32}, "cannot hold one sequence"),
+        ({"bucket_boundaries": (32, 16, 64)}, "strictly increasing"),
+        ({"bucket_boundaries": (16, 32)}, "ending at max_length=64"),
+    ],
+)
+def test_bad_arguments(pairs, tokenizers, kwargs, match):
+    kwargs = {"max_length": 64, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        make_batches(pairs, *tokenizers, **kwargs)

@@ -1,0 +1,69 @@
+"""TFDS translation sources, tested offline with `tfds.testing.mock_data`."""
+
+import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
+
+from keras_attention.data import SubwordTokenizer, TfdsCorpus, make_batches
+
+
+@pytest.fixture
+def mock_tfds():
+    with tfds.testing.mock_data(num_examples=12):
+        yield
+
+
+def as_text(dataset):
+    return [(s.decode(), t.decode()) for s, t in dataset.as_numpy_iterator()]
+
+
+@pytest.mark.parametrize(
+    "name, source, target",
+    [("ted_hrlr_translate/pt_to_en", "pt", "en"), ("wmt14_translate/de-en", "de", "en")],
+)
+def test_supervised_keys_are_the_default_direction(mock_tfds, name, source, target):
+    corpus = TfdsCorpus(name)
+    assert (corpus.source_language, corpus.target_language) == (source, target)
+    for split in ("train", "validation", "test"):
+        pairs = corpus.load(split)
+        assert pairs.element_spec == (tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string))
+        assert len(as_text(pairs)) == 12
+    raw = [(ex[source].decode(), ex[target].decode())
+           for ex in tfds.load(name, split="train").as_numpy_iterator()]
+    assert as_text(corpus.load("train")) == raw
+
+
+def test_reverse_direction(mock_tfds):
+    corpus = TfdsCorpus("wmt14_translate/de-en", source_language="en", target_language="de")
+    raw = [(ex["en"].decode(), ex["de"].decode())
+           for ex in tfds.load("wmt14_translate/de-en", split="train").as_numpy_iterator()]
+    assert as_text(corpus.load("train")) == raw
+
+
+def test_split_names_can_be_mapped(mock_tfds):
+    corpus = TfdsCorpus("ted_hrlr_translate/pt_to_en", split_names={"test": "validation"})
+    assert as_text(corpus.load("test")) == as_text(corpus.load("validation"))
+
+
+def test_errors(mock_tfds):
+    with pytest.raises(ValueError, match="has no target language 'fr'"):
+        TfdsCorpus("ted_hrlr_translate/pt_to_en", target_language="fr")
+    with pytest.raises(ValueError, match="both 'en'"):
+        TfdsCorpus("ted_hrlr_translate/pt_to_en", source_language="en", target_language="en")
+    with pytest.raises(ValueError, match="Unknown split 'dev'"):
+        TfdsCorpus("ted_hrlr_translate/pt_to_en").load("dev")
+
+
+def test_unknown_dataset():
+    with pytest.raises(ValueError, match="Unknown TFDS dataset 'no_such_dataset'"):
+        TfdsCorpus("no_such_dataset")
+
+
+def test_mocked_source_through_the_pipeline(mock_tfds):
+    corpus = TfdsCorpus("ted_hrlr_translate/pt_to_en")
+    train = corpus.load("train")
+    tokenizer = SubwordTokenizer.train(train.map(lambda s, t: s), 200)
+    batches = make_batches(train, tokenizer, tokenizer, max_length=64, batch_tokens=256,
+                           training=False)
+    rows = sum(int(labels.shape[0]) for _, labels in batches)
+    assert rows == 12

@@ -1,0 +1,98 @@
+import logging
+
+import pytest
+
+from keras_attention.data import TextFilesCorpus, read_text
+
+
+def write(path, data):
+    path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return path
+
+
+def test_two_aligned_files(tmp_path):
+    src = write(tmp_path / "train.en", "The red book.\r\nI left.\n")
+    tgt = write(tmp_path / "train.es", "\ufeffEl libro rojo.\nDejé.\n")  # BOM, CRLF
+    text = read_text((src, tgt))
+    assert text.sources == ("The red book.", "I left.")
+    assert text.targets == ("El libro rojo.", "Dejé.")
+    assert text.skipped_blank == 0 and len(text) == 2
+
+
+def test_tsv(tmp_path):
+    path = write(tmp_path / "train.tsv", "The red book.\tEl libro rojo.\nI left.\tDejé.\n")
+    text = read_text(str(path))
+    assert text.sources == ("The red book.", "I left.") and text.targets == ("El libro rojo.", "Dejé.")
+
+
+def test_blank_pairs_are_skipped_and_counted(tmp_path, caplog):
+    src = write(tmp_path / "a.en", "one\n\nthree\n  \nfive\n")
+    tgt = write(tmp_path / "a.es", "uno\ndos\n\ncuatro\ncinco\n")
+    with caplog.at_level(logging.WARNING, logger="keras_attention"):
+        text = read_text((src, tgt))
+    assert text.sources == ("one", "five") and text.targets == ("uno", "cinco")
+    assert text.skipped_blank == 3
+    assert "skipped 3 pair(s)" in caplog.text
+
+
+def test_different_line_counts(tmp_path):
+    src = write(tmp_path / "a.en", "one\ntwo\nthree\n")
+    tgt = write(tmp_path / "a.es", "uno\ndos\n")
+    with pytest.raises(ValueError, match=r"a\.en has 3 lines but .*a\.es has 2"):
+        read_text((src, tgt))
+
+
+def test_empty_file(tmp_path):
+    src = write(tmp_path / "a.en", "")
+    tgt = write(tmp_path / "a.es", "uno\n")
+    with pytest.raises(ValueError, match=r"a\.en is empty"):
+        read_text((src, tgt))
+
+
+def test_not_utf8_names_file_and_line(tmp_path):
+    src = write(tmp_path / "a.en", "one\ntwo\n")
+    tgt = write(tmp_path / "a.es", b"uno\ndos \xe9t\xe9\n")  # Latin-1, not UTF-8
+    with pytest.raises(ValueError, match=r"a\.es, line 2: not valid UTF-8"):
+        read_text((src, tgt))
+
+
+def test_tsv_with_wrong_field_count(tmp_path):
+    path = write(tmp_path / "a.tsv", "one\tuno\ntwo dos\n")
+    with pytest.raises(ValueError, match=r"a\.tsv, line 2: expected 2 tab-separated fields"):
+        read_text(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.en"):
+        read_text((tmp_path / "nope.en", tmp_path / "nope.es"))
+
+
+def test_all_blank(tmp_path):
+    path = write(tmp_path / "a.tsv", "\n \t \n")
+    with pytest.raises(ValueError, match="every pair has a blank side"):
+        read_text(path)
+
+
+def test_bad_file_spec(tmp_path):
+    with pytest.raises(ValueError, match="a TSV file or two aligned files"):
+        read_text(("a", "b", "c"))
+
+
+def test_corpus(tmp_path):
+    train = write(tmp_path / "train.tsv", "The red book.\tEl libro rojo.\nI left.\tDejé.\n")
+    test_src = write(tmp_path / "test.en", "The cat.\n")
+    test_tgt = write(tmp_path / "test.es", "El gato.\n")
+    corpus = TextFilesCorpus({"train": train, "test": (test_src, test_tgt)}, "en", "es")
+    pairs = [(s.decode(), t.decode()) for s, t in corpus.load("train").as_numpy_iterator()]
+    assert pairs == [("The red book.", "El libro rojo."), ("I left.", "Dejé.")]
+    assert [(s, t) for s, t in corpus.load("test").as_numpy_iterator()] == [(b"The cat.", b"El gato.")]
+    with pytest.raises(ValueError, match="Unknown split 'validation'"):
+        corpus.load("validation")
+
+
+def test_corpus_needs_train_and_known_splits(tmp_path):
+    path = write(tmp_path / "a.tsv", "a\tb\n")
+    with pytest.raises(ValueError, match="need a 'train' entry"):
+        TextFilesCorpus({"test": path})
+    with pytest.raises(ValueError, match="Unknown split 'dev'"):
+        TextFilesCorpus({"train": path, "dev": path})

@@ -1,0 +1,168 @@
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.data import (
+    END_ID,
+    PAD_ID,
+    RESERVED_TOKENS,
+    START_ID,
+    UNK_ID,
+    SubwordTokenizer,
+    load_tokenizers,
+    save_tokenizers,
+    train_tokenizers,
+)
+from tests.data.conftest import ENGLISH, SPANISH
+
+
+def test_reserved_ids():
+    assert RESERVED_TOKENS == ("[PAD]", "[UNK]", "[START]", "[END]")
+    assert (PAD_ID, UNK_ID, START_ID, END_ID) == (0, 1, 2, 3)
+
+
+def test_trained_vocabulary(tokenizers):
+    source, target = tokenizers
+    for tokenizer in tokenizers:
+        assert tuple(tokenizer.vocabulary[:4]) == RESERVED_TOKENS
+        assert len(RESERVED_TOKENS) < tokenizer.vocabulary_size <= 400
+        assert len(set(tokenizer.vocabulary)) == tokenizer.vocabulary_size
+    # Frequent whole words become single tokens; accents and ñ survive.
+    assert "libro" in target.vocabulary and "está" in target.vocabulary
+    assert "book" in source.vocabulary and "libro" not in source.vocabulary
+
+
+@pytest.mark.parametrize("side", [0, 1])
+def test_round_trip_is_exact(tokenizers, side):
+    texts = [ENGLISH, SPANISH][side]
+    tokenizer = tokenizers[side]
+    ids = tokenizer.tokenize(tf.constant(texts))
+    assert isinstance(ids, tf.RaggedTensor) and ids.dtype == tf.int32
+    assert not np.any(ids.flat_values.numpy() == UNK_ID)
+    assert [t.decode() for t in tokenizer.detokenize(ids).numpy()] == texts
+
+
+def test_subwords_for_unseen_words(tokenizers):
+    source, _ = tokenizers
+    ids = source.tokenize(tf.constant(["The redder tables."]))
+    tokens = [t.decode() for t in source.id_to_token(ids)[0].numpy()]
+    assert any(t.startswith("##") for t in tokens), tokens  # a word split into pieces
+    assert source.detokenize(ids).numpy()[0].decode() == "The redder tables."
+
+
+def test_detokenize_drops_special_ids_and_padding(tokenizers):
+    _, target = tokenizers
+    ids = target.tokenize(tf.constant(["¿Dónde está el perro blanco?"])).to_tensor()
+    padded = tf.concat([[[START_ID]], ids, [[END_ID, PAD_ID, PAD_ID]]], axis=1)
+    assert target.detokenize(padded).numpy()[0].decode() == "¿Dónde está el perro blanco?"
+
+
+def test_bad_and_empty_input_is_not_fatal(tokenizers):
+    source, _ = tokenizers
+    texts = tf.constant([b"", b"   ", b"bad \xff\xfe bytes", b"The red book."])
+    ids = source.tokenize(texts)
+    assert ids.shape[0] == 4
+    assert ids[0].shape[0] == 0 and ids[1].shape[0] == 0
+    assert UNK_ID in ids[2].numpy()  # the replacement character is unknown
+    out = source.detokenize(ids).numpy()
+    assert out[0] == b"" and out[3] == b"The red book."
+
+
+def test_scalar_and_tf_data(tokenizers, sentence_pairs):
+    source, target = tokenizers
+    assert source.tokenize("The red book.").shape.rank == 1
+    mapped = sentence_pairs.batch(16).map(lambda s, t: (source.tokenize(s), target.tokenize(t)))
+    src, tgt = next(iter(mapped))
+    assert src.shape[0] == 16 and tgt.shape[0] == 16
+
+
+def test_lowercase(sentence_pairs):
+    tokenizer = SubwordTokenizer.train(sentence_pairs.map(lambda s, t: s), 300, lowercase=True)
+    assert "The" not in tokenizer.vocabulary and "the" in tokenizer.vocabulary
+    assert tokenizer.detokenize(tokenizer.tokenize(["THE Red book."])).numpy()[0] == b"the red book."
+
+
+def test_save_and_load(tmp_path, tokenizers):
+    save_tokenizers(tmp_path, *tokenizers)
+    assert sorted(os.listdir(tmp_path)) == [
+        "source.json", "source.vocab.txt", "target.json", "target.vocab.txt"
+    ]
+    source, target = load_tokenizers(tmp_path)
+    assert source.vocabulary == tokenizers[0].vocabulary
+    assert target.vocabulary == tokenizers[1].vocabulary
+    ids = target.tokenize(tf.constant(SPANISH))
+    np.testing.assert_array_equal(
+        ids.flat_values.numpy(), tokenizers[1].tokenize(tf.constant(SPANISH)).flat_values.numpy()
+    )
+
+
+def test_load_errors(tmp_path, tokenizers):
+    with pytest.raises(FileNotFoundError, match="source.vocab.txt"):
+        load_tokenizers(tmp_path)
+    save_tokenizers(tmp_path, *tokenizers)
+    vocab = tmp_path / "source.vocab.txt"
+    vocab.write_text("".join(t + "\n" for t in tokenizers[0].vocabulary[:-3]), encoding="utf-8")
+    with pytest.raises(ValueError, match="source.vocab.txt has"):
+        load_tokenizers(tmp_path)
+
+
+def test_shared_and_separate(sentence_pairs):
+    source, target = train_tokenizers(sentence_pairs, 500, shared=True)
+    assert source is target
+    assert "book" in source.vocabulary and "libro" in source.vocabulary
+    source, target = train_tokenizers(sentence_pairs, 500)
+    assert source is not target and "libro" not in source.vocabulary
+
+
+@pytest.mark.parametrize(
+    "vocabulary, match",
+    [
+        (["[UNK]", "[PAD]", "[START]", "[END]", "a"], "must start with the reserved tokens"),
+        (list(RESERVED_TOKENS) + ["a", "a"], "duplicate tokens"),
+    ],
+)
+def test_bad_vocabulary(vocabulary, match):
+    with pytest.raises(ValueError, match=match):
+        SubwordTokenizer(vocabulary)
+
+
+@pytest.mark.parametrize("size", [0, 4, 2.5, True])
+def test_bad_vocabulary_size(sentence_pairs, size):
+    with pytest.raises(ValueError, match="vocabulary_size"):
+        SubwordTokenizer.train(sentence_pairs.map(lambda s, t: s), size)
+
+
+def test_inside_a_saved_model_loaded_with_tensorflow_text_only(tmp_path, tokenizers):
+    """Tokenize and detokenize in a SavedModel that a process importing only
+    tensorflow and tensorflow_text can load (what TF Serving links)."""
+    _, target = tokenizers
+    module = tf.Module()
+    module.tokenizer = target
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def round_trip(text):
+        ids = target.tokenize(text)
+        return {"text": target.detokenize(ids), "lengths": ids.row_lengths()}
+
+    module.round_trip = round_trip
+    tf.saved_model.save(module, str(tmp_path / "model"), signatures={"serving_default": round_trip})
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (registers its ops)
+        # (`import tensorflow` itself may load keras; this package must not be needed.)
+        assert not any(m.startswith(("keras_attention", "keras_hub")) for m in sys.modules)
+        fn = tf.saved_model.load({str(tmp_path / "model")!r}).signatures["serving_default"]
+        out = fn(text=tf.constant({SPANISH!r}))
+        print("|".join(t.decode() for t in out["text"].numpy()))
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().split("\n")[-1].split("|") == SPANISH
