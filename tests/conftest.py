@@ -13,3 +13,100 @@ def _seed_and_policy():
     keras.config.set_dtype_policy("float32")
     yield
     keras.config.set_dtype_policy("float32")
+
+
+# -- a tiny translation run, shared by the recipe, export and visualization tests
+
+TINY = {
+    "model_preset": "tiny", "vocabulary_size": 600, "max_length": 32, "batch_tokens": 512,
+    "steps": 12, "steps_per_epoch": 6, "warmup_steps": 4, "backup_every_steps": 3,
+    "beam_size": 2, "max_eval_sentences": 16, "precision": "float32", "strategy": "default",
+    "shuffle_buffer": 1000,
+}
+
+
+@pytest.fixture(scope="session")
+def text_files(tmp_path_factory):
+    """Own-files data from the grammar: train (aligned files), validation (TSV), test."""
+    from keras_attention.data import en_es_grammar
+
+    root = tmp_path_factory.mktemp("text")
+    splits = en_es_grammar.make_splits(seed=3, sizes={"train": 1500, "validation": 40, "test": 30})
+    paths = {}
+    for split in ("train", "test"):
+        src, tgt = root / f"{split}.en", root / f"{split}.es"
+        src.write_text("".join(e.en + "\n" for e in splits[split]), encoding="utf-8")
+        tgt.write_text("".join(e.es + "\n" for e in splits[split]), encoding="utf-8")
+        paths[split] = (str(src), str(tgt))
+    tsv = root / "validation.tsv"
+    tsv.write_text("".join(f"{e.en}\t{e.es}\n" for e in splits["validation"]), encoding="utf-8")
+    paths["validation"] = (str(tsv),)
+    return paths
+
+
+def tiny_config(text_files, **overrides):
+    from recipes.translation.config import TranslationConfig
+
+    return TranslationConfig(**{
+        **TINY, "dataset": "text_files", "train_files": text_files["train"],
+        "validation_files": text_files["validation"], "test_files": text_files["test"],
+        **overrides,
+    })
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tmp_path_factory, text_files):
+    """`(config, workdir, metrics)` of a 12-step run of the tiny preset on `text_files`."""
+    from recipes.translation.train_lib import train_and_evaluate
+
+    workdir = tmp_path_factory.mktemp("run") / "run"
+    config = tiny_config(text_files)
+    metrics = train_and_evaluate(config, str(workdir), verbose=0)
+    keras.config.set_dtype_policy("float32")
+    return config, workdir, metrics
+
+
+@pytest.fixture(scope="session")
+def bundled_data_dir(tmp_path_factory):
+    """The bundled corpus, built the way a user would: in a fresh process with
+    nothing but an empty TFDS data directory (no download is possible here)."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    from keras_attention.data import en_es_grammar
+
+    data_dir = tmp_path_factory.mktemp("tfds")
+    script = textwrap.dedent(
+        f"""
+        import json
+        import keras_attention  # registers keras_attention_en_es
+        import tensorflow_datasets as tfds
+        counts = {{}}
+        for split in ("train", "validation", "test"):
+            ds = tfds.load("keras_attention_en_es", split=split, data_dir={str(data_dir)!r},
+                           as_supervised=True)
+            counts[split] = sum(1 for _ in ds)
+        print(json.dumps(counts))
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    counts = json.loads(result.stdout.strip().split("\n")[-1])
+    assert counts == en_es_grammar.SPLIT_SIZES
+    return data_dir
+
+
+def free_ports(n):
+    """`n` free TCP ports on 127.0.0.1 (for multi-worker TF_CONFIG clusters)."""
+    import socket
+
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports

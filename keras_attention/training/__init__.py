@@ -1,0 +1,42 @@
+"""Training (TensorFlow side): the loss, the schedule, strategies and precision,
+and one resumable training loop for every `tf.distribute` strategy."""
+
+from keras_attention.training.losses import (
+    MaskedAccuracy,
+    MaskedCrossEntropy,
+    masked_correct,
+    masked_cross_entropy,
+)
+from keras_attention.training.schedules import TransformerSchedule
+from keras_attention.training.strategy import (
+    PRECISIONS,
+    STRATEGIES,
+    is_chief,
+    make_strategy,
+    resolve_precision,
+)
+from keras_attention.training.trainer import (
+    Trainer,
+    TrainingDivergedError,
+    average_checkpoints,
+    list_checkpoints,
+    load_weights_checked,
+)
+
+__all__ = [
+    "PRECISIONS",
+    "STRATEGIES",
+    "MaskedAccuracy",
+    "MaskedCrossEntropy",
+    "Trainer",
+    "TrainingDivergedError",
+    "TransformerSchedule",
+    "average_checkpoints",
+    "is_chief",
+    "list_checkpoints",
+    "load_weights_checked",
+    "make_strategy",
+    "masked_correct",
+    "masked_cross_entropy",
+    "resolve_precision",
+]

@@ -1,0 +1,387 @@
+"""One training loop for every `tf.distribute` strategy, resumable after a kill.
+
+Why not `Model.fit`: under `MultiWorkerMirroredStrategy`, Keras 3.15's `fit`
+fails (keras-team/keras#20585: `_maybe_symbolic_build` reduces a per-replica
+batch). This loop is the documented custom-training pattern instead — a
+`tf.function` around `strategy.run`, a loss normalised by the global number
+of target tokens, the Keras optimizer's `apply_gradients` (which sums the
+replicas' gradients) — and it keeps what users expect from `fit`: Keras
+progress bars, Keras callbacks (`on_train_begin`, `on_epoch_end`, ...,
+`model.stop_training`), and a history of metrics.
+
+Preemption safety (as `keras.callbacks.BackupAndRestore`, but to the step):
+the model and the optimizer (with its step counter) are written to `backup_dir` every `backup_every_steps` steps, at each epoch end
+and when the process gets SIGTERM; a run started again with the same
+arguments restores the latest backup and continues from its step, so it ends
+at the same step count as an uninterrupted run. TensorFlow writes a
+checkpoint to temporary files and renames them, so a kill mid-write leaves
+the previous backup intact.
+"""
+
+import logging
+import math
+import os
+import shutil
+import signal
+import time
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_attention.training.losses import masked_correct, masked_cross_entropy
+from keras_attention.training.strategy import is_chief
+
+logger = logging.getLogger("keras_attention")
+
+
+class TrainingDivergedError(FloatingPointError):
+    """The loss became NaN or infinite."""
+
+
+class Trainer:
+    """Trains a `Transformer` on `({"encoder_tokens", "decoder_tokens"}, labels)` batches.
+
+    Create the model and the optimizer inside `strategy.scope()`.
+
+    Args:
+        model: a Keras model returning logits `[B, T, V]`.
+        optimizer: a Keras optimizer (a `LossScaleOptimizer` for float16).
+        strategy: the `tf.distribute.Strategy` the model was built under.
+        label_smoothing: ε of the label-smoothed cross-entropy.
+        clip_norm: clip the global gradient norm (summed over replicas) to
+            this value; `None` for no clipping.
+        jit_compile: compile the forward and backward pass with XLA.
+        backup_dir: where the resumable backup lives (`None`: no backup).
+        backup_every_steps: steps between backups.
+        checkpoint_dir: where weights are saved at the end of each epoch
+            (`ckpt-<step>.weights.h5`, the last `keep_checkpoints` kept), for
+            evaluation and checkpoint averaging.
+        tensorboard_dir: where TensorBoard summaries go (`None`: none).
+        callbacks: Keras callbacks.
+        verbose: 0 silent, 1 progress bar, 2 one line per epoch.
+    """
+
+    def __init__(self, model, optimizer, strategy, label_smoothing=0.1, clip_norm=None,
+                 jit_compile=False, backup_dir=None, backup_every_steps=100,
+                 checkpoint_dir=None, keep_checkpoints=5, tensorboard_dir=None,
+                 callbacks=None, verbose=1):
+        self.model = model
+        self.optimizer = optimizer
+        self.strategy = strategy
+        self.label_smoothing = label_smoothing
+        self.clip_norm = clip_norm
+        self.jit_compile = jit_compile
+        self.backup_dir = backup_dir
+        self.backup_every_steps = backup_every_steps
+        self.checkpoint_dir = checkpoint_dir
+        self.keep_checkpoints = keep_checkpoints
+        self.tensorboard_dir = tensorboard_dir
+        self.verbose = verbose
+        self.chief = is_chief(strategy)
+        self.callbacks = keras.callbacks.CallbackList(
+            callbacks or [], add_history=True, add_progbar=False, model=model
+        )
+        with strategy.scope():
+            optimizer.build(model.trainable_variables)
+            # Steps taken by this loop. Not `optimizer.iterations`: a loss-scale
+            # optimizer does not count the steps it skips on overflow.
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="train_step")
+        self._backup = tf.train.Checkpoint(model=model, optimizer=optimizer, step=self.step)
+        self._train_step = self._make_train_step()
+        self._eval_step = self._make_eval_step()
+        self._sigterm = False
+
+    # -- steps -------------------------------------------------------------
+
+    def _make_train_step(self):
+        model, optimizer, strategy = self.model, self.optimizer, self.strategy
+        loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        variables = model.trainable_variables
+
+        @tf.function(jit_compile=self.jit_compile)
+        def gradients(inputs, labels, global_tokens):
+            with tf.GradientTape() as tape:
+                logits = model(inputs, training=True)
+                losses, _ = masked_cross_entropy(labels, logits, self.label_smoothing)
+                loss_sum = tf.reduce_sum(losses)
+                loss = loss_sum / global_tokens  # the token average over all replicas
+                if loss_scaling:
+                    loss = optimizer.scale_loss(loss)
+            grads = tape.gradient(loss, variables)
+            return grads, loss_sum, tf.reduce_sum(masked_correct(labels, logits))
+
+        def count(tokens):
+            return tf.reduce_sum(tf.cast(tokens != 0, tf.float32))
+
+        def replica_step(inputs, labels):
+            context = tf.distribute.get_replica_context()
+            tokens = count(labels)
+            global_tokens = tf.maximum(context.all_reduce("sum", tokens), 1.0)
+            grads, loss_sum, correct = gradients(inputs, labels, global_tokens)
+            if self.clip_norm:
+                # Clip the sum over replicas, then hand each replica 1/N of it:
+                # the optimizer sums the replicas' gradients again.
+                grads = context.all_reduce("sum", [tf.convert_to_tensor(g) for g in grads])
+                limit = self.clip_norm * (optimizer.dynamic_scale if loss_scaling else 1.0)
+                grads, _ = tf.clip_by_global_norm(grads, limit)
+                grads = [g / context.num_replicas_in_sync for g in grads]
+            optimizer.apply_gradients(zip(grads, variables))
+            return loss_sum, tokens, correct, count(inputs["encoder_tokens"])
+
+        @tf.function
+        def train_step(iterator):
+            inputs, labels = next(iterator)
+            outputs = strategy.run(replica_step, args=(inputs, labels))
+            return [strategy.reduce("sum", x, axis=None) for x in outputs]
+
+        return train_step
+
+    def _make_eval_step(self):
+        model, strategy = self.model, self.strategy
+
+        def replica_step(inputs, labels):
+            logits = model(inputs, training=False)
+            losses, mask = masked_cross_entropy(labels, logits, 0.0)
+            correct = masked_correct(labels, logits)
+            return tf.reduce_sum(losses), tf.reduce_sum(mask), tf.reduce_sum(correct)
+
+        @tf.function
+        def eval_step(inputs, labels):
+            outputs = strategy.run(replica_step, args=(inputs, labels))
+            return [strategy.reduce("sum", x, axis=None) for x in outputs]
+
+        return eval_step
+
+    # -- backups and checkpoints ------------------------------------------
+
+    def _backup_manager(self):
+        if self.backup_dir is None:
+            return None
+        directory = self.backup_dir
+        if not self.chief:  # every worker saves; only the chief's files are kept
+            resolver = self.strategy.cluster_resolver
+            directory = os.path.join(self.backup_dir, f".worker_{resolver.task_id}_tmp")
+        return tf.train.CheckpointManager(self._backup, directory, max_to_keep=1)
+
+    def restore_backup(self):
+        """Restores the latest backup, if any; returns its step (0 if none)."""
+        if self.backup_dir is None:
+            return 0
+        latest = tf.train.latest_checkpoint(self.backup_dir)
+        if latest is None:
+            return 0
+        try:
+            self._backup.restore(latest).assert_existing_objects_matched()
+        except Exception as e:  # noqa: BLE001  (TF raises OpError, IndexError, ValueError, ...)
+            raise ValueError(
+                f"Cannot resume from the backup {latest!r}: {type(e).__name__}: "
+                f"{(str(e).splitlines() or [''])[0]} "
+                "It was left as it is; delete the run's backup/ folder to start over."
+            ) from None
+        step = int(self.step.numpy())
+        logger.info("Resumed from the backup at step %d (%s).", step, latest)
+        return step
+
+    def _save_backup(self, manager, step):
+        if manager is None:
+            return
+        manager.save(checkpoint_number=step)
+        if not self.chief:
+            shutil.rmtree(manager.directory, ignore_errors=True)
+
+    def _save_checkpoint(self, step):
+        if self.checkpoint_dir is None or not self.chief:
+            return
+        os.makedirs(self.checkpoint_dir, exist_ok=True)
+        path = os.path.join(self.checkpoint_dir, f"ckpt-{step}.weights.h5")
+        tmp = os.path.join(self.checkpoint_dir, f".tmp-ckpt-{step}.weights.h5")
+        self.model.save_weights(tmp)
+        os.replace(tmp, path)  # never a half-written checkpoint under the final name
+        for old in list_checkpoints(self.checkpoint_dir)[: -self.keep_checkpoints]:
+            os.remove(old)
+
+    # -- the loop ---------------------------------------------------------
+
+    def evaluate(self, dataset):
+        """Teacher-forced loss and token accuracy over a finite dataset."""
+        loss_sum = tokens = correct = 0.0
+        for inputs, labels in self.strategy.experimental_distribute_dataset(dataset):
+            batch_loss, batch_tokens, batch_correct = self._eval_step(inputs, labels)
+            loss_sum += float(batch_loss)
+            tokens += float(batch_tokens)
+            correct += float(batch_correct)
+        tokens = max(tokens, 1.0)
+        return {"loss": loss_sum / tokens, "accuracy": correct / tokens}
+
+    def fit(self, dataset_fn, total_steps, steps_per_epoch, validation_data=None):
+        """Trains until the optimizer has taken `total_steps` steps.
+
+        Args:
+            dataset_fn: `dataset_fn(input_context, seed_offset)` -> an infinite
+                `tf.data.Dataset` of batches for one input pipeline
+                (`seed_offset` changes the shuffling after a resume, so that
+                the resumed run does not replay the batches it already saw).
+            total_steps: training steps of the whole run (`self.step` counts them).
+            steps_per_epoch: steps between progress summaries, validation,
+                checkpoints and `on_epoch_end` callbacks.
+            validation_data: an optional finite dataset for `val_loss` and
+                `val_accuracy` at each epoch end.
+
+        Returns:
+            The `keras.callbacks.History` of the epochs run by this call.
+        """
+        step = self.restore_backup()
+        manager = self._backup_manager()
+        writer = None
+        if self.tensorboard_dir and self.chief:
+            writer = tf.summary.create_file_writer(os.path.join(self.tensorboard_dir, "train"))
+        # After a resume the data start again with another shuffle seed.
+        dataset = self.strategy.distribute_datasets_from_function(
+            lambda context: dataset_fn(context, step)
+        )
+        iterator = iter(dataset)
+
+        previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm) if _main_thread() else None
+        self.model.stop_training = False
+        self.callbacks.on_train_begin()
+        epoch = step // steps_per_epoch
+        try:
+            while step < total_steps and not self.model.stop_training and not self._sigterm:
+                step = self._run_epoch(epoch, iterator, step, total_steps, steps_per_epoch,
+                                       validation_data, manager, writer)
+                epoch += 1
+        finally:
+            if previous_handler is not None:
+                signal.signal(signal.SIGTERM, previous_handler)
+        if self._sigterm:
+            self._save_backup(manager, step)
+            raise SystemExit(f"Stopped by SIGTERM at step {step}; backup saved, run again to resume.")
+        self.callbacks.on_train_end()
+        return self.callbacks._history
+
+    def _run_epoch(self, epoch, iterator, step, total_steps, steps_per_epoch, validation_data,
+                   manager, writer):
+        end = min(total_steps, (epoch + 1) * steps_per_epoch)
+        first = step
+        self.callbacks.on_epoch_begin(epoch)
+        progbar = None
+        if self.verbose == 1:
+            print(f"Epoch {epoch + 1}/{math.ceil(total_steps / steps_per_epoch)}")
+            progbar = keras.utils.Progbar(
+                end - epoch * steps_per_epoch, stateful_metrics=["loss", "accuracy", "tokens/s"]
+            )
+        loss_sum = tokens = correct = source_tokens = 0.0
+        start = time.perf_counter()
+        while step < end and not self.model.stop_training and not self._sigterm:
+            self.callbacks.on_train_batch_begin(step - epoch * steps_per_epoch)
+            batch_loss, batch_tokens, batch_correct, batch_source = (
+                float(x) for x in self._train_step(iterator)
+            )
+            if not math.isfinite(batch_loss):
+                raise TrainingDivergedError(
+                    f"The loss became {batch_loss} at step {step + 1}. The backup and "
+                    "checkpoints written before are intact; try a lower learning rate, "
+                    "--clip-norm, or float32."
+                )
+            step += 1
+            self.step.assign(step)
+            loss_sum += batch_loss
+            tokens += batch_tokens
+            correct += batch_correct
+            source_tokens += batch_source
+            seconds = time.perf_counter() - start
+            logs = {
+                "loss": loss_sum / max(tokens, 1.0),
+                "accuracy": correct / max(tokens, 1.0),
+                # source + target tokens (padding excluded) per second
+                "tokens/s": (tokens + source_tokens) / max(seconds, 1e-9),
+            }
+            self.callbacks.on_train_batch_end(step - epoch * steps_per_epoch - 1, logs)
+            if progbar is not None:
+                progbar.update(step - epoch * steps_per_epoch, list(logs.items()))
+            if writer is not None and (step % 50 == 0 or step == end):
+                with writer.as_default(step=step):
+                    tf.summary.scalar("loss", batch_loss / max(batch_tokens, 1.0))
+                    tf.summary.scalar("learning_rate", self._learning_rate())
+                    tf.summary.scalar("tokens_per_second", logs["tokens/s"])
+            if self.backup_every_steps and step % self.backup_every_steps == 0 and step < end:
+                self._save_backup(manager, step)
+        logs["steps"] = step - first
+        logs["seconds"] = time.perf_counter() - start
+        logs["tokens"] = tokens + source_tokens
+        if validation_data is not None:
+            for name, value in self.evaluate(validation_data).items():
+                logs[f"val_{name}"] = value
+        if writer is not None:
+            with writer.as_default(step=step):
+                for name in ("loss", "accuracy", "val_loss", "val_accuracy"):
+                    if name in logs:
+                        tf.summary.scalar(f"epoch_{name}", logs[name])
+            writer.flush()
+        if self.verbose:
+            summary = " - ".join(f"{k}: {v:.4g}" for k, v in logs.items() if k != "tokens")
+            print(f"epoch {epoch + 1} (step {step}): {summary}", flush=True)
+        self._save_checkpoint(step)
+        self._save_backup(manager, step)
+        self.callbacks.on_epoch_end(epoch, logs)
+        return step
+
+    def _learning_rate(self):
+        lr = self.optimizer.learning_rate
+        return float(np.asarray(lr(self.optimizer.iterations) if callable(lr) else lr))
+
+    def _on_sigterm(self, signum, frame):
+        del signum, frame
+        self._sigterm = True
+
+
+def _main_thread():
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def list_checkpoints(directory):
+    """`ckpt-<step>.weights.h5` files in `directory`, oldest step first."""
+    if not os.path.isdir(directory):
+        return []
+    found = []
+    for name in os.listdir(directory):
+        if name.startswith("ckpt-") and name.endswith(".weights.h5"):
+            try:
+                found.append((int(name[len("ckpt-") : -len(".weights.h5")]), name))
+            except ValueError:
+                continue
+    return [os.path.join(directory, name) for _, name in sorted(found)]
+
+
+def load_weights_checked(model, path):
+    """`model.load_weights(path)` with a clear error for a missing or unreadable file."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Checkpoint {path!r} does not exist.")
+    try:
+        model.load_weights(path)
+    except Exception as e:  # h5py, Keras and OS errors all mean "cannot read it"
+        raise ValueError(f"Cannot read the checkpoint {path!r}: {e}") from None
+
+
+def average_checkpoints(model, paths):
+    """Loads the element-wise mean of the weights in `paths` into `model`
+    (the paper averages the last 5 or 20 checkpoints)."""
+    if not paths:
+        raise ValueError("No checkpoints to average.")
+    total = None
+    for path in paths:
+        load_weights_checked(model, path)
+        weights = [np.asarray(w) for w in model.get_weights()]
+        if total is None:
+            total = [w.astype(np.float64) if _is_float(w) else w for w in weights]
+        else:  # non-float state (e.g. a seed) is taken from the last checkpoint
+            total = [t + w if _is_float(w) else w for t, w in zip(total, weights)]
+    model.set_weights([t / len(paths) if _is_float(t) else t for t in total])
+    return model
+
+
+def _is_float(array):
+    return np.issubdtype(array.dtype, np.floating)

@@ -1,0 +1,68 @@
+import numpy as np
+import pytest
+
+from keras_attention.training import (
+    MaskedAccuracy,
+    MaskedCrossEntropy,
+    TransformerSchedule,
+    masked_correct,
+    masked_cross_entropy,
+)
+
+
+def reference_loss(labels, logits, eps):
+    logits = logits - logits.max(-1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    nll = -np.take_along_axis(log_probs, labels[..., None], -1)[..., 0]
+    smooth = -log_probs.mean(-1)
+    mask = (labels != 0).astype(np.float32)
+    return ((1 - eps) * nll + eps * smooth) * mask, mask
+
+
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_masked_cross_entropy_matches_numpy(eps):
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(3, 5, 11)).astype(np.float32)
+    labels = rng.integers(1, 11, size=(3, 5))
+    labels[0, 3:] = 0
+    labels[2, 1:] = 0
+    losses, mask = masked_cross_entropy(labels, logits, eps)
+    expected, expected_mask = reference_loss(labels, logits, eps)
+    np.testing.assert_allclose(np.asarray(losses), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(np.asarray(mask), expected_mask)
+    loss = MaskedCrossEntropy(eps)(labels, logits)
+    np.testing.assert_allclose(float(loss), expected.sum() / expected_mask.sum(), rtol=1e-5)
+
+
+def test_masked_accuracy():
+    logits = np.zeros((1, 4, 5), np.float32)
+    logits[0, np.arange(4), [1, 2, 3, 4]] = 1.0
+    labels = np.array([[1, 2, 4, 0]])  # 2 hits, 1 miss, 1 padding
+    np.testing.assert_array_equal(np.asarray(masked_correct(labels, logits)), [[1, 1, 0, 0]])
+    metric = MaskedAccuracy()
+    metric.update_state(labels, logits)
+    assert float(metric.result()) == pytest.approx(2 / 3)
+
+
+def test_schedule_is_the_papers_formula():
+    schedule = TransformerSchedule(512, warmup_steps=4000)
+    for step in [0, 1, 999, 3999, 4000, 10_000, 100_000]:
+        s = step + 1
+        expected = 512**-0.5 * min(s**-0.5, s * 4000**-1.5)
+        assert float(schedule(step)) == pytest.approx(expected, rel=1e-5)
+    peak = float(schedule(3999))
+    assert peak == pytest.approx((512 * 4000) ** -0.5, rel=1e-5)
+    assert float(schedule(100)) < peak and float(schedule(20_000)) < peak
+    assert TransformerSchedule.from_config(schedule.get_config()).get_config() == schedule.get_config()
+
+
+@pytest.mark.parametrize("kwargs", [{"d_model": 0}, {"d_model": 8, "warmup_steps": 0},
+                                    {"d_model": 8, "scale": 0}])
+def test_schedule_bad_arguments(kwargs):
+    with pytest.raises(ValueError):
+        TransformerSchedule(**kwargs)
+
+
+def test_label_smoothing_range():
+    with pytest.raises(ValueError, match="label_smoothing"):
+        MaskedCrossEntropy(1.0)

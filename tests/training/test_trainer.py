@@ -1,0 +1,248 @@
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.models import Transformer
+from keras_attention.training import (
+    Trainer,
+    TrainingDivergedError,
+    TransformerSchedule,
+    average_checkpoints,
+    list_checkpoints,
+    load_weights_checked,
+    make_strategy,
+    resolve_precision,
+)
+from tests.conftest import free_ports
+
+WORKER = os.path.join(os.path.dirname(__file__), "distributed_worker.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def reverse_batches(batch_size=16, length=6, vocabulary=20, seed=0):
+    rng = np.random.default_rng(seed)
+    n = batch_size * 20
+    body = rng.integers(4, vocabulary, size=(n, length)).astype("int32")
+    src = np.concatenate([body, np.full((n, 1), 3, "int32")], 1)
+    dec = np.concatenate([np.full((n, 1), 2, "int32"), body[:, ::-1]], 1)
+    lab = np.concatenate([body[:, ::-1], np.full((n, 1), 3, "int32")], 1)
+
+    def dataset_fn(context, seed_offset):
+        ds = tf.data.Dataset.from_tensor_slices(({"encoder_tokens": src, "decoder_tokens": dec}, lab))
+        return ds.shuffle(n, seed=seed_offset).repeat().batch(batch_size, drop_remainder=True)
+
+    return dataset_fn
+
+
+def make_trainer(tmp_path=None, policy="float32", learning_rate=None, optimizer=None, **kwargs):
+    keras.config.set_dtype_policy(policy)
+    strategy = make_strategy("default")
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=20, decoder_vocabulary_size=20)
+    optimizer = optimizer or keras.optimizers.Adam(
+        learning_rate or TransformerSchedule(32, 50, 2.0), beta_2=0.98, epsilon=1e-9
+    )
+    if policy == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    if tmp_path is not None:
+        kwargs.setdefault("backup_dir", str(tmp_path / "backup"))
+        kwargs.setdefault("checkpoint_dir", str(tmp_path / "checkpoints"))
+    return Trainer(model, optimizer, strategy, verbose=0, **kwargs)
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_float16", "mixed_bfloat16"])
+def test_each_precision_learns(policy):
+    trainer = make_trainer(policy=policy)
+    history = trainer.fit(reverse_batches(), total_steps=60, steps_per_epoch=20)
+    losses = history.history["loss"]
+    assert len(losses) == 3 and all(np.isfinite(losses))
+    assert losses[-1] < losses[0]
+    assert int(trainer.step.numpy()) == 60
+    assert trainer.model.dtype_policy.name == policy
+
+
+def test_jit_compile_gives_the_same_first_steps():
+    # SGD: Adam with ε = 1e-9 turns float noise in gradients that are zero in
+    # theory (the key bias) into full-size steps, so it cannot be compared.
+    keras.utils.set_random_seed(3)
+    plain = make_trainer(optimizer=keras.optimizers.SGD(0.5))
+    weights = plain.model.get_weights()
+    plain.fit(reverse_batches(), total_steps=3, steps_per_epoch=3)
+    keras.utils.set_random_seed(3)
+    jitted = make_trainer(optimizer=keras.optimizers.SGD(0.5), jit_compile=True)
+    jitted.model.set_weights(weights)
+    jitted.fit(reverse_batches(), total_steps=3, steps_per_epoch=3)
+    for a, b in zip(plain.model.get_weights(), jitted.model.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_history_callbacks_and_stop_training(tmp_path):
+    seen = []
+
+    class Recorder(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append((epoch, sorted(logs)))
+            if epoch == 1:
+                self.model.stop_training = True
+
+    trainer = make_trainer(callbacks=[Recorder()])
+    history = trainer.fit(reverse_batches(), total_steps=100, steps_per_epoch=10)
+    assert [e for e, _ in seen] == [0, 1]  # stopped after the second epoch
+    assert {"loss", "accuracy", "tokens/s", "steps", "seconds", "tokens"} <= set(seen[0][1])
+    assert len(history.history["loss"]) == 2
+
+
+def test_validation_metrics(tmp_path):
+    trainer = make_trainer()
+    fn = reverse_batches(seed=5)
+    validation = fn(tf.distribute.InputContext(), 0).take(3)
+    history = trainer.fit(reverse_batches(), total_steps=20, steps_per_epoch=10,
+                          validation_data=validation)
+    assert len(history.history["val_loss"]) == 2
+    assert 0.0 <= history.history["val_accuracy"][-1] <= 1.0
+
+
+def test_checkpoints_backup_and_resume(tmp_path):
+    trainer = make_trainer(tmp_path, backup_every_steps=5, keep_checkpoints=2)
+    trainer.fit(reverse_batches(), total_steps=30, steps_per_epoch=10)
+    names = [os.path.basename(p) for p in list_checkpoints(tmp_path / "checkpoints")]
+    assert names == ["ckpt-20.weights.h5", "ckpt-30.weights.h5"]  # the last 2 kept
+    assert tf.train.latest_checkpoint(str(tmp_path / "backup")).endswith("ckpt-30")
+    final = trainer.model.get_weights()
+    # A new process (here: a new trainer) resumes at step 30 and trains 10 more.
+    resumed = make_trainer(tmp_path, backup_every_steps=5, keep_checkpoints=2)
+    assert resumed.restore_backup() == 30
+    for a, b in zip(final, resumed.model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    history = resumed.fit(reverse_batches(), total_steps=40, steps_per_epoch=10)
+    assert history.history["steps"] == [10]
+    assert int(resumed.step.numpy()) == 40 == int(resumed.optimizer.iterations.numpy())
+
+
+def test_corrupt_backup_is_a_clear_error_and_is_left_alone(tmp_path):
+    trainer = make_trainer(tmp_path, backup_every_steps=5)
+    trainer.fit(reverse_batches(), total_steps=10, steps_per_epoch=10)
+    data = [p for p in (tmp_path / "backup").iterdir() if ".data-" in p.name][0]
+    data.write_bytes(b"\0garbage" * 10)
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
+    with pytest.raises(ValueError, match="Cannot resume from the backup"):
+        make_trainer(tmp_path).fit(reverse_batches(), total_steps=20, steps_per_epoch=10)
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
+
+
+def test_checkpoint_errors(tmp_path):
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=20, decoder_vocabulary_size=20)
+    with pytest.raises(FileNotFoundError, match="nope.weights.h5"):
+        load_weights_checked(model, str(tmp_path / "nope.weights.h5"))
+    bad = tmp_path / "bad.weights.h5"
+    bad.write_bytes(b"not an h5 file")
+    with pytest.raises(ValueError, match="Cannot read the checkpoint"):
+        load_weights_checked(model, str(bad))
+
+
+def test_average_checkpoints(tmp_path):
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=20, decoder_vocabulary_size=20)
+    paths, all_weights = [], []
+    for i in range(3):
+        weights = [np.full_like(w, i) if np.issubdtype(w.dtype, np.floating) else w
+                   for w in model.get_weights()]
+        model.set_weights(weights)
+        all_weights.append(weights)
+        paths.append(str(tmp_path / f"ckpt-{i}.weights.h5"))
+        model.save_weights(paths[-1])
+    average_checkpoints(model, paths)
+    for w in model.get_weights():
+        if np.issubdtype(w.dtype, np.floating):
+            np.testing.assert_allclose(w, 1.0)
+
+
+def test_nan_stops_training(tmp_path):
+    trainer = make_trainer(tmp_path, learning_rate=1e30)
+    with pytest.raises(TrainingDivergedError, match="The loss became"):
+        trainer.fit(reverse_batches(), total_steps=200, steps_per_epoch=100)
+    assert not list_checkpoints(tmp_path / "checkpoints")  # nothing written after divergence
+
+
+def test_resolve_precision():
+    assert resolve_precision("float32") == "float32"
+    assert resolve_precision("auto") in ("float32", "mixed_bfloat16")  # CPU-only machine
+    with pytest.raises(ValueError, match="Unknown precision 'half'"):
+        resolve_precision("half")
+
+
+def test_make_strategy_errors(monkeypatch):
+    with pytest.raises(ValueError, match="Unknown strategy 'gpu'"):
+        make_strategy("gpu")
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    with pytest.raises(ValueError, match="TF_CONFIG"):
+        make_strategy("multi_worker")
+    assert make_strategy("auto") is tf.distribute.get_strategy()
+
+
+def _run_worker(mode, out, env=None):
+    return subprocess.Popen(
+        [sys.executable, WORKER, mode, str(out)], cwd=ROOT, env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _finish(process):
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr[-3000:]
+    assert "steps 6" in stdout
+
+
+def _assert_same_weights(a_path, b_path):
+    a, b = np.load(a_path), np.load(b_path)
+    assert sorted(a.files) == sorted(b.files)
+    for name in a.files:
+        np.testing.assert_allclose(a[name], b[name], rtol=1e-4, atol=2e-6, err_msg=name)
+
+
+def test_mirrored_strategy_matches_one_device(tmp_path):
+    """Two replicas on two logical CPU devices take the same steps as one
+    device on the whole batch: gradients summed over replicas, the loss
+    normalised by the global token count, clipping on the summed gradient."""
+    single, mirrored = _run_worker("default", tmp_path / "a.npz"), _run_worker(
+        "mirrored", tmp_path / "b.npz")
+    _finish(single)
+    _finish(mirrored)
+    _assert_same_weights(tmp_path / "a.npz", tmp_path / "b.npz")
+
+
+def test_multi_worker_strategy_two_processes(tmp_path):
+    """Two worker processes on 127.0.0.1 through TF_CONFIG train in lockstep:
+    identical weights on both, equal to one device on the whole batch."""
+    workers = [f"127.0.0.1:{p}" for p in free_ports(2)]
+    processes = []
+    for index in range(2):
+        tf_config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        processes.append(_run_worker("multi_worker", tmp_path / f"w{index}.npz",
+                                     {"TF_CONFIG": json.dumps(tf_config)}))
+    single = _run_worker("default", tmp_path / "single.npz")
+    for process in [*processes, single]:
+        _finish(process)
+    _assert_same_weights(tmp_path / "w0.npz", tmp_path / "w1.npz")
+    _assert_same_weights(tmp_path / "w0.npz", tmp_path / "single.npz")
+
+
+def test_sigterm_saves_a_backup_and_stops(tmp_path):
+    """Preemption: SIGTERM mid-epoch ends the step, writes a backup at that
+    step (between the periodic ones) and exits; the next run resumes there."""
+    import signal
+
+    class Preempt(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 6:
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    trainer = make_trainer(tmp_path, backup_every_steps=100, callbacks=[Preempt()])
+    with pytest.raises(SystemExit, match="Stopped by SIGTERM at step 7"):
+        trainer.fit(reverse_batches(), total_steps=50, steps_per_epoch=25)
+    assert tf.train.latest_checkpoint(str(tmp_path / "backup")).endswith("ckpt-7")
+    assert make_trainer(tmp_path).restore_backup() == 7
