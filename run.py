@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = Path(os.environ.get("KERAS_ATTENTION_VENV", ROOT / ".venv"))
 STAMP = VENV / ".keras_attention_installed"
-MAIN = [str(ROOT / "recipes" / "examples" / "reverse_sequence.py")]
+# The main job: train on the bundled corpus, score with sacreBLEU (recipes/translation).
+MAIN = [str(ROOT / "recipes" / "translation" / "train.py")]
 # Backend-agnostic parts of the package (keras.ops only), also tested on JAX.
 JAX_TESTS = ["tests/layers", "tests/models", "tests/decoding"]
 

@@ -67,6 +67,10 @@ class TfdsCorpus:
         self.split_names = {split: split for split in SPLITS}
         self.split_names.update(split_names or {})
 
+    @property
+    def splits(self):
+        return tuple(self.split_names)
+
     def load(self, split, shuffle_files=False):
         """`(source, target)` scalar string pairs of `split`."""
         _check_split(split, self.split_names)
@@ -111,6 +115,10 @@ class TextFilesCorpus:
         self.name = "text_files"
         self.source_language = source_language
         self.target_language = target_language
+
+    @property
+    def splits(self):
+        return tuple(self.texts)
 
     def load(self, split):
         _check_split(split, self.texts)

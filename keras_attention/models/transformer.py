@@ -317,6 +317,35 @@ class Transformer(keras.Model):
             )
         return self._logits(y)
 
+    def attention_scores(self, encoder_tokens, decoder_tokens):
+        """Every attention map of a teacher-forced pass (no dropout).
+
+        Returns a dict of lists, one entry per block:
+        `"encoder_self"`: `[B, N, S, S]`; `"decoder_self"`: `[B, N, T, T]`;
+        `"cross"`: `[B, N, T, S]` (float32 softmax weights; rows of padded
+        queries are zeros, padded keys get zero weight).
+        """
+        encoder_tokens = ops.convert_to_tensor(encoder_tokens, "int32")
+        decoder_tokens = ops.convert_to_tensor(decoder_tokens, "int32")
+        encoder_mask = padding_mask(encoder_tokens)
+        x = self.encoder_embedding(encoder_tokens)
+        encoder_self = []
+        for block in self.encoder_blocks:
+            x, scores = block(x, padding_mask=encoder_mask, return_attention_scores=True)
+            encoder_self.append(scores)  # [B, N, S, S]
+        if self.encoder_final_norm is not None:
+            x = self.encoder_final_norm(x)
+        y = self.decoder_embedding(decoder_tokens)
+        decoder_self, cross = [], []
+        for block in self.decoder_blocks:
+            y, self_scores, cross_scores = block(
+                y, x, decoder_padding_mask=padding_mask(decoder_tokens),
+                encoder_padding_mask=encoder_mask, return_attention_scores=True,
+            )
+            decoder_self.append(self_scores)  # [B, N, T, T]
+            cross.append(cross_scores)  # [B, N, T, S]
+        return {"encoder_self": encoder_self, "decoder_self": decoder_self, "cross": cross}
+
     # === Serialization ===
 
     def get_config(self):

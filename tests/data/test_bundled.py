@@ -1,10 +1,6 @@
 """The bundled corpus as the TFDS dataset `keras_attention_en_es`."""
 
 import hashlib
-import json
-import subprocess
-import sys
-import textwrap
 
 import pytest
 import tensorflow_datasets as tfds
@@ -13,30 +9,9 @@ from keras_attention.data import KerasAttentionEnEs, bundled_corpus, en_es_gramm
 from keras_attention.data.bundled import CONTENT_SHA256, SEED, content_sha256
 
 
-@pytest.fixture(scope="session")
-def data_dir(tmp_path_factory):
-    """Builds the dataset the way a user would, in a fresh process that has
-    nothing but an empty data directory (no download is possible here)."""
-    data_dir = tmp_path_factory.mktemp("tfds")
-    script = textwrap.dedent(
-        f"""
-        import json
-        import keras_attention  # registers keras_attention_en_es
-        import tensorflow_datasets as tfds
-        counts = {{}}
-        for split in ("train", "validation", "test"):
-            ds = tfds.load("keras_attention_en_es", split=split, data_dir={str(data_dir)!r},
-                           as_supervised=True)
-            counts[split] = sum(1 for _ in ds)
-        print(json.dumps(counts))
-        """
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=600)
-    assert result.returncode == 0, result.stderr[-3000:]
-    counts = json.loads(result.stdout.strip().split("\n")[-1])
-    assert counts == en_es_grammar.SPLIT_SIZES
-    return data_dir
+@pytest.fixture(scope="module")
+def data_dir(bundled_data_dir):
+    return bundled_data_dir
 
 
 def test_builder_is_registered_under_its_name():

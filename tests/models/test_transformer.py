@@ -98,3 +98,19 @@ def test_bad_arguments(overrides, match):
         Transformer.from_preset("tiny", **overrides)
     with pytest.raises(ValueError, match="huge"):
         Transformer.from_preset("huge")
+
+
+def test_attention_scores_of_every_block():
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=20, decoder_vocabulary_size=20)
+    enc = np.array([[5, 6, 7, 3, 0], [8, 3, 0, 0, 0]], "int32")  # 0 = padding
+    dec = np.array([[2, 9, 10, 11], [2, 12, 0, 0]], "int32")
+    scores = model.attention_scores(enc, dec)
+    assert [len(scores[k]) for k in ("encoder_self", "decoder_self", "cross")] == [2, 2, 2]
+    cross = to_numpy(scores["cross"][-1])  # [B, N, T, S]
+    self_attention = to_numpy(scores["decoder_self"][0])  # [B, N, T, T]
+    assert cross.shape == (2, 4, 4, 5) and to_numpy(scores["encoder_self"][0]).shape == (2, 4, 5, 5)
+    np.testing.assert_allclose(cross[0].sum(-1), 1.0, atol=1e-5)
+    assert np.all(cross[0, :, :, 4] == 0) and np.all(cross[1, :, :, 2:] == 0)  # padded keys
+    np.testing.assert_allclose(cross[1, :, :2].sum(-1), 1.0, atol=1e-5)
+    assert np.all(cross[1, :, 2:] == 0)  # padded queries give zero rows
+    np.testing.assert_allclose(np.triu(self_attention[0], k=1), 0.0, atol=1e-7)  # causal

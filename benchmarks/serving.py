@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Serving speed: the exported SavedModel against the Python-side translator.
+
+Loads a run's exported SavedModel (`<workdir>/export/<version>`) the way TF
+Serving would (TensorFlow + TensorFlow Text only) and measures, after a
+warm-up:
+
+- latency of single sentences: median and p90 over N sentences;
+- throughput at batch 32: sentences per second;
+
+and the same for `keras_attention.evaluation.translate` (the Keras model,
+Python-side tokenization, the same beam search compiled with tf.function)
+in the same process, with the same beam size and sentences, and reports the
+ratios SavedModel / Python side.
+
+    python benchmarks/serving.py --workdir runs/translation [--sentences 64] [--json out.json]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tensorflow_text  # noqa: E402,F401
+
+
+def measure(translate_batch, sentences, batch_size):
+    translate_batch(sentences[:1])  # warm-up: tracing and first-call costs are not timed
+    translate_batch(sentences[:batch_size])
+    latencies = []
+    for sentence in sentences:
+        start = time.perf_counter()
+        translate_batch([sentence])
+        latencies.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    done = 0
+    for i in range(0, len(sentences) - batch_size + 1, batch_size):
+        translate_batch(sentences[i : i + batch_size])
+        done += batch_size
+    throughput = done / (time.perf_counter() - start)
+    return {
+        "latency_median_ms": 1000 * statistics.median(latencies),
+        "latency_p90_ms": 1000 * float(np.percentile(latencies, 90)),
+        "sentences_per_second_batch": throughput,
+    }
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", default="runs/translation", help="a trained run directory")
+    parser.add_argument("--version", help="export version (default: the newest)")
+    parser.add_argument("--sentences", type=int, default=64, help="test sentences to time")
+    parser.add_argument("--batch-size", type=int, default=32, help="batch for throughput")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args(argv)
+
+    from keras_attention.evaluation import translate
+    from recipes.translation.train_lib import load_run, make_corpus
+
+    export_dir = os.path.join(args.workdir, "export")
+    versions = sorted((int(v) for v in os.listdir(export_dir) if v.isdigit()))
+    path = os.path.join(export_dir, str(args.version or versions[-1]))
+    settings = json.load(open(os.path.join(path, "assets.extra", "export.json")))
+    config, source, target, model = load_run(args.workdir)
+    pairs = make_corpus(config).load(config.eval_split).take(args.sentences)
+    sentences = [s.decode("utf-8") for s, _ in pairs.as_numpy_iterator()]
+
+    serving = tf.saved_model.load(path).signatures["serving_default"]
+
+    def saved_model_batch(texts):
+        return serving(text=tf.constant(texts))["translation"].numpy()
+
+    def python_batch(texts):
+        return translate(model, source, target, texts, beam_size=settings["beam_size"],
+                         length_penalty=settings["length_penalty"], verbose=0)
+
+    results = {
+        "export": path,
+        "beam_size": settings["beam_size"],
+        "sentences": len(sentences),
+        "batch_size": args.batch_size,
+        "saved_model": measure(saved_model_batch, sentences, args.batch_size),
+        "python_translate": measure(python_batch, sentences, args.batch_size),
+    }
+    s, p = results["saved_model"], results["python_translate"]
+    results["ratio_latency_median"] = p["latency_median_ms"] / s["latency_median_ms"]
+    results["ratio_throughput"] = s["sentences_per_second_batch"] / p["sentences_per_second_batch"]
+    print(f"{'':24} {'median ms':>10} {'p90 ms':>8} {'sent/s @' + str(args.batch_size):>12}")
+    for name in ("saved_model", "python_translate"):
+        r = results[name]
+        print(f"{name:24} {r['latency_median_ms']:10.1f} {r['latency_p90_ms']:8.1f} "
+              f"{r['sentences_per_second_batch']:12.1f}")
+    print(f"SavedModel vs Python side: {results['ratio_latency_median']:.2f}x lower median "
+          f"latency, {results['ratio_throughput']:.2f}x throughput (beam {settings['beam_size']})")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""A SavedModel that translates strings: tokenizer, cached beam search and
+detokenizer all run inside its graph.
+
+    <export_dir>/<version>/          TF Serving's layout (a numbered folder)
+        saved_model.pb, variables/   signature `serving_default`:
+                                       text [batch] tf.string
+                                       -> translation [batch] tf.string, score [batch] float32
+        assets.extra/model.keras     the Keras model, for Keras users
+        assets.extra/vocab/          the WordPiece vocabularies (*.vocab.txt, *.json)
+        assets.extra/export.json     beam size, length penalty, maximum lengths
+
+The graph uses only core TensorFlow and TensorFlow Text ops (TensorFlow
+Serving links TensorFlow Text) and loads in a process that imports nothing
+of this package. It is written with Keras' `ExportArchive`, which tracks the
+model's variables rather than the Keras objects.
+"""
+
+import json
+import os
+import shutil
+
+import keras
+import tensorflow as tf
+
+from keras_attention.data.tokenizers import END_ID, START_ID, save_tokenizers
+from keras_attention.decoding import beam_search, greedy_search
+
+SIGNATURE_INPUTS = ("text",)
+SIGNATURE_OUTPUTS = ("translation", "score")
+
+
+def next_version(export_dir):
+    """1 + the largest numbered folder in `export_dir` (1 if none)."""
+    versions = [int(n) for n in os.listdir(export_dir) if n.isdigit()] if os.path.isdir(
+        export_dir) else []
+    return max(versions, default=0) + 1
+
+
+def _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
+                max_output_length):
+    max_input_length = model.max_length
+
+    def serve(text):
+        ids = source_tokenizer.tokenize(text)  # [B, None] ragged; bad UTF-8 -> U+FFFD
+        empty = ids.row_lengths() == 0  # "" and whitespace-only inputs
+        ids = ids[:, : max_input_length - 1]  # long inputs are truncated, not rejected
+        end = tf.fill([ids.nrows(), 1], END_ID)
+        encoder_tokens = tf.concat([ids, end], axis=1).to_tensor()  # [B, S], 0-padded
+        if beam_size == 1:
+            tokens, scores = greedy_search(model, encoder_tokens, max_output_length,
+                                           START_ID, END_ID)
+        else:
+            tokens, scores = beam_search(model, encoder_tokens, max_output_length, START_ID,
+                                         END_ID, beam_size=beam_size,
+                                         length_penalty=length_penalty)
+        translation = target_tokenizer.detokenize(tokens)
+        return {
+            "translation": tf.where(empty, tf.constant(""), translation),
+            "score": tf.where(empty, tf.constant(0.0), tf.cast(scores, tf.float32)),
+        }
+
+    return serve
+
+
+def export_translator(model, source_tokenizer, target_tokenizer, export_dir, version=None,
+                      beam_size=4, length_penalty=0.6, max_output_length=None, verbose=False):
+    """Writes `<export_dir>/<version>/` and returns its path.
+
+    Args:
+        model: a trained `keras_attention.models.Transformer`.
+        source_tokenizer, target_tokenizer: its `SubwordTokenizer`s.
+        export_dir: TF Serving's model base path.
+        version: the numbered folder (default: the next free number).
+        beam_size: beams of the search (1: greedy), fixed in the graph.
+        length_penalty: GNMT length penalty alpha, fixed in the graph.
+        max_output_length: most target tokens generated (default: the
+            model's `max_length`). Sources are truncated to `max_length`.
+    """
+    if beam_size < 1:
+        raise ValueError(f"`beam_size` must be >= 1; received {beam_size}.")
+    if length_penalty < 0:
+        raise ValueError(f"`length_penalty` must be >= 0; received {length_penalty}.")
+    max_output_length = min(max_output_length or model.max_length, model.max_length)
+    version = next_version(export_dir) if version is None else int(version)
+    path = os.path.join(export_dir, str(version))
+    if os.path.exists(path):
+        raise FileExistsError(f"{path} exists; TF Serving versions are immutable. Choose "
+                              "another --version or export directory.")
+    os.makedirs(export_dir, exist_ok=True)
+    tmp = os.path.join(export_dir, f".tmp-{version}")  # TF Serving ignores it until renamed
+    shutil.rmtree(tmp, ignore_errors=True)
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    archive.add_endpoint(
+        "serving_default",
+        _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
+                    max_output_length),
+        input_signature=[tf.TensorSpec([None], tf.string, name="text")],
+    )
+    archive.write_out(tmp, verbose=verbose)
+
+    extra = os.path.join(tmp, "assets.extra")
+    os.makedirs(extra, exist_ok=True)
+    model.save(os.path.join(extra, "model.keras"))
+    save_tokenizers(os.path.join(extra, "vocab"), source_tokenizer, target_tokenizer)
+    with open(os.path.join(extra, "export.json"), "w", encoding="utf-8") as f:
+        json.dump({
+            "beam_size": beam_size, "length_penalty": length_penalty,
+            "max_input_length": model.max_length, "max_output_length": max_output_length,
+            "signature": {"inputs": {"text": "string [batch]"},
+                          "outputs": {"translation": "string [batch]", "score": "float32 [batch]"}},
+        }, f, indent=2)
+    os.replace(tmp, path)  # a complete version folder appears at once
+    return path

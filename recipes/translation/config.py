@@ -1,0 +1,203 @@
+"""The translation recipe's configuration: one dataclass, named presets, and
+command-line flags for every field.
+
+Layering (as OpenNMT-tf writes it down): dataclass defaults < `--preset` <
+flags given on the command line. The resolved config is written to
+`<workdir>/config.json`.
+"""
+
+import argparse
+import dataclasses
+import json
+import typing
+
+# Listed here so that `--help` does not import TensorFlow; check_config()
+# compares them with the library's (and tests/recipes check they agree).
+MODEL_PRESETS = ("tiny", "tutorial", "base", "big")
+PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+STRATEGIES = ("auto", "default", "mirrored", "multi_worker", "tpu")
+
+
+def _field(default, help, **kwargs):
+    return dataclasses.field(default=default, metadata={"help": help, **kwargs})
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslationConfig:
+    # -- data ----------------------------------------------------------------
+    dataset: str = _field(
+        "keras_attention_en_es",
+        "TFDS dataset with its config (e.g. ted_hrlr_translate/pt_to_en), or 'text_files' "
+        "with --train-files",
+    )
+    source_lang: typing.Optional[str] = _field("en", "source language (TFDS feature name)")
+    target_lang: typing.Optional[str] = _field("es", "target language (TFDS feature name)")
+    data_dir: typing.Optional[str] = _field(None, "TFDS data directory (default: TFDS's own)")
+    train_files: typing.Optional[tuple] = _field(
+        None, "own training text: SRC TGT (aligned files) or one TSV file", nargs="+"
+    )
+    validation_files: typing.Optional[tuple] = _field(
+        None, "own validation text: SRC TGT or a TSV file", nargs="+"
+    )
+    test_files: typing.Optional[tuple] = _field(None, "own test text: SRC TGT or a TSV file",
+                                                nargs="+")
+    vocabulary_size: int = _field(4000, "WordPiece vocabulary size (an upper bound)")
+    shared_vocabulary: bool = _field(False, "one vocabulary for source and target")
+    lowercase: bool = _field(False, "case-fold text before tokenizing")
+    max_length: int = _field(64, "most tokens per sequence, [START]/[END] included")
+    length_policy: str = _field("drop", "longer training pairs: 'drop' or 'truncate'",
+                                choices=("drop", "truncate"))
+    batch_tokens: int = _field(4096, "padded tokens per training batch (global)")
+    shuffle_buffer: int = _field(20_000, "pairs in the shuffle buffer")
+    # -- model ---------------------------------------------------------------
+    model_preset: str = _field("tutorial", "Transformer preset", choices=tuple(MODEL_PRESETS))
+    num_layers: typing.Optional[int] = _field(None, "encoder and decoder layers (preset's)")
+    d_model: typing.Optional[int] = _field(None, "model depth (preset's)")
+    num_heads: typing.Optional[int] = _field(None, "attention heads (preset's)")
+    intermediate_dim: typing.Optional[int] = _field(None, "feed-forward depth (preset's)")
+    dropout: typing.Optional[float] = _field(None, "dropout rate (preset's)")
+    norm_first: bool = _field(False, "pre-LN blocks instead of the paper's post-LN")
+    # -- training ------------------------------------------------------------
+    steps: int = _field(1000, "optimizer steps in total")
+    steps_per_epoch: int = _field(250, "steps between validation, checkpoints and summaries")
+    warmup_steps: int = _field(400, "linear warm-up steps of the paper's schedule")
+    learning_rate_scale: float = _field(1.0, "factor on the paper's learning rate")
+    label_smoothing: float = _field(0.1, "label smoothing epsilon")
+    clip_norm: typing.Optional[float] = _field(None, "clip the global gradient norm to this")
+    precision: str = _field("auto", "float32, mixed_float16, mixed_bfloat16 or auto",
+                            choices=PRECISIONS)
+    strategy: str = _field("auto", "tf.distribute strategy", choices=STRATEGIES)
+    tpu: typing.Optional[str] = _field(None, "TPU name or address for --strategy tpu")
+    jit_compile: bool = _field(False, "compile the training step with XLA")
+    seed: int = _field(0, "random seed (weights, dropout, shuffling)")
+    deterministic: bool = _field(False, "deterministic data order (slower input pipeline)")
+    backup_every_steps: int = _field(100, "steps between resumable backups")
+    keep_checkpoints: int = _field(5, "epoch checkpoints kept in checkpoints/")
+    average_checkpoints: int = _field(1, "average the last N checkpoints at the end (1: off)")
+    # -- evaluation and outputs ---------------------------------------------
+    eval_split: str = _field("test", "split scored with BLEU after training",
+                             choices=("validation", "test"))
+    beam_size: int = _field(4, "beam size (1: greedy)")
+    length_penalty: float = _field(0.6, "GNMT length penalty alpha")
+    eval_batch_size: int = _field(64, "sentences per decoding batch")
+    max_eval_sentences: typing.Optional[int] = _field(None, "score only the first N sentences")
+    attention_plots: int = _field(3, "test sentences whose attention is drawn to attention/")
+
+    def to_json(self):
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, text):
+        values = json.loads(text)
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"Unknown config fields {unknown}.")
+        for name in ("train_files", "validation_files", "test_files"):
+            if values.get(name) is not None:
+                values[name] = tuple(values[name])
+        return cls(**values)
+
+
+PRESETS = {
+    # The bundled English -> Spanish corpus: trains on a 2-core CPU in minutes.
+    "bundled": TranslationConfig(),
+    # The TensorFlow tutorial: TED talks Portuguese -> English.
+    "ted_hrlr_pt_en": TranslationConfig(
+        dataset="ted_hrlr_translate/pt_to_en", source_lang="pt", target_lang="en",
+        vocabulary_size=8000, lowercase=True, max_length=128, model_preset="tutorial",
+        steps=20_000, steps_per_epoch=1000, warmup_steps=4000, batch_tokens=8192,
+    ),
+    # The paper's WMT 2014 English -> German, base and big models.
+    "wmt14_en_de_base": TranslationConfig(
+        dataset="wmt14_translate/de-en", source_lang="en", target_lang="de",
+        vocabulary_size=37_000, shared_vocabulary=True, max_length=256,
+        model_preset="base", steps=100_000, steps_per_epoch=2000, warmup_steps=4000,
+        batch_tokens=25_000, average_checkpoints=5, shuffle_buffer=200_000,
+    ),
+    "wmt14_en_de_big": TranslationConfig(
+        dataset="wmt14_translate/de-en", source_lang="en", target_lang="de",
+        vocabulary_size=37_000, shared_vocabulary=True, max_length=256,
+        model_preset="big", steps=300_000, steps_per_epoch=2000, warmup_steps=4000,
+        batch_tokens=25_000, average_checkpoints=20, keep_checkpoints=20, shuffle_buffer=200_000,
+    ),
+}
+DEFAULT_PRESET = "bundled"
+
+
+def _flag(name):
+    return "--" + name.replace("_", "-")
+
+
+def add_config_flags(parser):
+    """Adds `--preset` and one flag per config field (default: the preset's)."""
+    parser.add_argument("--preset", default=DEFAULT_PRESET, choices=tuple(PRESETS),
+                        help=f"named configuration (default: {DEFAULT_PRESET})")
+    group = parser.add_argument_group("config fields (override the preset)")
+    hints = typing.get_type_hints(TranslationConfig)
+    for field in dataclasses.fields(TranslationConfig):
+        kind = hints[field.name]
+        base = typing.get_args(kind)[0] if typing.get_origin(kind) is typing.Union else kind
+        help_text = f"{field.metadata['help']} (bundled preset: {field.default})"
+        kwargs = {"default": argparse.SUPPRESS, "help": help_text, "dest": field.name}
+        if base is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif base is tuple:
+            kwargs.update(nargs=field.metadata.get("nargs", "+"), metavar="FILE")
+        else:
+            kwargs["type"] = base
+            if "choices" in field.metadata:
+                kwargs["choices"] = field.metadata["choices"]
+        group.add_argument(_flag(field.name), **kwargs)
+    return parser
+
+
+def config_from_args(args):
+    """The preset named by `args.preset` with the flags that were given."""
+    given = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(TranslationConfig)
+        if hasattr(args, f.name)
+    }
+    for name in ("train_files", "validation_files", "test_files"):
+        if given.get(name) is not None:
+            given[name] = tuple(given[name])
+    if given.get("train_files") and "dataset" not in given:
+        given["dataset"] = "text_files"  # --train-files alone means own files
+    return dataclasses.replace(PRESETS[args.preset], **given)
+
+
+def check_config(config):
+    """Raises ValueError naming the first bad field."""
+    positive = ("vocabulary_size", "max_length", "batch_tokens", "steps", "steps_per_epoch",
+                "warmup_steps", "beam_size", "eval_batch_size", "keep_checkpoints",
+                "average_checkpoints", "backup_every_steps", "shuffle_buffer")
+    for name in positive:
+        value = getattr(config, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer; "
+                             f"received {value!r}.")
+    if config.average_checkpoints > config.keep_checkpoints:
+        raise ValueError(
+            f"--average-checkpoints {config.average_checkpoints} needs at least that many kept "
+            f"checkpoints; --keep-checkpoints is {config.keep_checkpoints}."
+        )
+    if not isinstance(config.attention_plots, int) or config.attention_plots < 0:
+        raise ValueError(f"--attention-plots must be >= 0; received {config.attention_plots!r}.")
+    if not 0.0 <= config.label_smoothing < 1.0:
+        raise ValueError(f"--label-smoothing must be in [0, 1); received {config.label_smoothing}.")
+    if config.length_penalty < 0:
+        raise ValueError(f"--length-penalty must be >= 0; received {config.length_penalty}.")
+    if config.dataset == "text_files":
+        if not config.train_files:
+            raise ValueError("--dataset text_files needs --train-files SRC TGT (or a TSV file).")
+    elif config.train_files or config.validation_files or config.test_files:
+        raise ValueError(
+            f"--train-files/--validation-files/--test-files need --dataset text_files; "
+            f"received --dataset {config.dataset}."
+        )
+    for name in ("train_files", "validation_files", "test_files"):
+        files = getattr(config, name)
+        if files is not None and len(files) not in (1, 2):
+            raise ValueError(f"--{name.replace('_', '-')} takes SRC TGT or one TSV file; "
+                             f"received {list(files)}.")

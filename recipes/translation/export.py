@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Export a trained run as a SavedModel for TensorFlow Serving.
+
+Writes <export-dir>/<version>/ with the signature `serving_default`:
+text (tf.string [batch]) -> translation (tf.string [batch]), score (float32 [batch]).
+Tokenization, cached beam search and detokenization run inside the graph,
+which needs only TensorFlow and TensorFlow Text ops. The Keras model and the
+vocabularies are copied to <version>/assets.extra/.
+
+Examples:
+  python recipes/translation/export.py --workdir runs/translation
+  python recipes/translation/export.py --workdir runs/translation --beam-size 8 \\
+      --export-dir /models/translator --version 7
+  saved_model_cli run --dir runs/translation/export/1 --tag_set serve \\
+      --signature_def serving_default --input_exprs 'text=["The red book."]'
+"""
+
+import argparse
+import logging
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="export.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--workdir", required=True, help="the run directory of train.py")
+    parser.add_argument("--checkpoint", help="a checkpoints/ckpt-<step>.weights.h5 file "
+                        "(default: the run's final model.keras)")
+    parser.add_argument("--export-dir", help="TF Serving's model base path "
+                        "(default: <workdir>/export)")
+    parser.add_argument("--version", type=int, help="version folder (default: the next number)")
+    parser.add_argument("--beam-size", type=int, help="beam size (default: the run's; 1: greedy)")
+    parser.add_argument("--length-penalty", type=float,
+                        help="GNMT length penalty alpha (default: the run's)")
+    parser.add_argument("--max-output-length", type=int,
+                        help="most target tokens (default: the run's --max-length)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+
+    from keras_attention.export import export_translator
+    from recipes.translation.train_lib import load_run
+
+    try:
+        config, source, target, model = load_run(args.workdir, args.checkpoint)
+        path = export_translator(
+            model, source, target, args.export_dir or os.path.join(args.workdir, "export"),
+            version=args.version,
+            beam_size=args.beam_size or config.beam_size,
+            length_penalty=config.length_penalty if args.length_penalty is None
+            else args.length_penalty,
+            max_output_length=args.max_output_length,
+        )
+    except (ValueError, FileNotFoundError, FileExistsError) as e:
+        parser.exit(2, f"error: {e}\n")
+    print(f"Exported to {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,358 @@
+"""The translation recipe as library functions: `train_and_evaluate(config, workdir)`
+and `evaluate_run(workdir, ...)`. The scripts next to this file only parse flags.
+
+A run directory holds:
+
+    config.json          the resolved config (a restarted run must match it)
+    vocab/               source/target WordPiece vocabularies (*.vocab.txt, *.json)
+    backup/              the resumable backup (model, optimizer, step)
+    checkpoints/         ckpt-<step>.weights.h5 at each epoch end (last N kept)
+    tensorboard/         TensorBoard logs
+    model.keras          the final model (averaged if --average-checkpoints > 1)
+    export/<version>/    the SavedModel for TF Serving (strings in, translations out)
+    attention/*.png      cross-attention heatmaps of a few test sentences
+    hypotheses.<split>.txt, metrics.json
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import time
+
+import keras
+
+from keras_attention.data import (
+    TextFilesCorpus,
+    TfdsCorpus,
+    length_statistics,
+    load_tokenizers,
+    make_batches,
+    save_tokenizers,
+    train_tokenizers,
+)
+from keras_attention.evaluation import corpus_bleu, translate
+from keras_attention.export import export_translator
+from keras_attention.models import Transformer
+from keras_attention.training import (
+    Trainer,
+    TransformerSchedule,
+    average_checkpoints,
+    is_chief,
+    list_checkpoints,
+    load_weights_checked,
+    make_strategy,
+    resolve_precision,
+)
+from keras_attention.visualization import attention_maps, save_attention_heatmaps
+from recipes.translation.config import TranslationConfig, check_config
+
+logger = logging.getLogger("keras_attention")
+
+
+def make_corpus(config):
+    """The `ParallelCorpus` the config names (own files are read and checked now)."""
+    if config.dataset == "text_files":
+        files = {"train": config.train_files}
+        if config.validation_files:
+            files["validation"] = config.validation_files
+        if config.test_files:
+            files["test"] = config.test_files
+        return TextFilesCorpus(files, config.source_lang or "source", config.target_lang or "target")
+    return TfdsCorpus(config.dataset, config.source_lang, config.target_lang,
+                      data_dir=config.data_dir)
+
+
+def _check_workdir(config, workdir):
+    """A new run directory, or one holding the same config (a resumed run)."""
+    path = os.path.join(workdir, "config.json")
+    if not os.path.exists(path):
+        return False
+    with open(path, encoding="utf-8") as f:
+        previous = TranslationConfig.from_json(f.read())
+    if previous != config:
+        changed = [
+            f"{f.name}: {getattr(previous, f.name)!r} -> {getattr(config, f.name)!r}"
+            for f in dataclasses.fields(config)
+            if getattr(previous, f.name) != getattr(config, f.name)
+        ]
+        raise ValueError(
+            f"{workdir} holds a run with another config ({'; '.join(changed)}). "
+            "Resume it with the same flags, or choose another --workdir."
+        )
+    return True
+
+
+def build_model(config, source_vocabulary_size, target_vocabulary_size):
+    overrides = {
+        "encoder_vocabulary_size": source_vocabulary_size,
+        "decoder_vocabulary_size": target_vocabulary_size,
+        "max_length": config.max_length,
+        "norm_first": config.norm_first,
+    }
+    if config.num_layers is not None:
+        overrides["num_encoder_layers"] = overrides["num_decoder_layers"] = config.num_layers
+    for name in ("d_model", "num_heads", "intermediate_dim", "dropout"):
+        if getattr(config, name) is not None:
+            overrides[name] = getattr(config, name)
+    if source_vocabulary_size != target_vocabulary_size:
+        overrides["share_encoder_decoder_embeddings"] = False
+    return Transformer.from_preset(config.model_preset, **overrides)
+
+
+def build_optimizer(config, d_model, precision):
+    schedule = TransformerSchedule(d_model, config.warmup_steps, config.learning_rate_scale)
+    optimizer = keras.optimizers.Adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
+    if precision == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+def _write_json(path, value):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2, sort_keys=True)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _tokenizers(config, corpus, workdir, chief):
+    vocab_dir = os.path.join(workdir, "vocab")
+    if os.path.exists(os.path.join(vocab_dir, "target.json")):
+        return load_tokenizers(vocab_dir)
+    print(f"Learning WordPiece vocabularies from {corpus!r} ...", flush=True)
+    tokenizers = train_tokenizers(corpus.load("train"), config.vocabulary_size,
+                                  shared=config.shared_vocabulary, lowercase=config.lowercase)
+    if chief:
+        save_tokenizers(vocab_dir, *tokenizers)
+    return tokenizers
+
+
+def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
+    """Trains a Transformer as `config` says, in `workdir`, then scores it.
+
+    Started again with the same config and workdir, it resumes from the
+    latest backup. Returns the metrics dict (also in `metrics.json`).
+    """
+    check_config(config)
+    corpus = make_corpus(config)  # bad files stop the run before it writes anything
+    resumed = _check_workdir(config, workdir)
+    keras.utils.set_random_seed(config.seed)
+    strategy = make_strategy(config.strategy, tpu=config.tpu)
+    precision = resolve_precision(config.precision, strategy)
+    keras.config.set_dtype_policy(precision)
+    chief = is_chief(strategy)
+    print(f"Run directory: {workdir} ({'resuming' if resumed else 'new'}); strategy "
+          f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s); "
+          f"precision {precision}.", flush=True)
+    if chief:
+        os.makedirs(workdir, exist_ok=True)
+        if not resumed:
+            with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
+                f.write(config.to_json())
+
+    source_tokenizer, target_tokenizer = _tokenizers(config, corpus, workdir, chief)
+    train_pairs = corpus.load("train")
+    stats = length_statistics(train_pairs, source_tokenizer, target_tokenizer, config.max_length)
+    action = "dropped" if config.length_policy == "drop" else "truncated"
+    print(f"Training pairs: {stats['pairs']}; mean length {stats['mean_source_length']:.1f} "
+          f"source / {stats['mean_target_length']:.1f} target tokens; "
+          f"{stats['over_max_length']} over --max-length {config.max_length} ({action}).")
+
+    with strategy.scope():
+        model = build_model(config, source_tokenizer.vocabulary_size,
+                            target_tokenizer.vocabulary_size)
+        optimizer = build_optimizer(config, model.d_model, precision)
+    if verbose:
+        model.summary()
+
+    def dataset_fn(input_context, seed_offset):
+        return make_batches(
+            train_pairs, source_tokenizer, target_tokenizer, max_length=config.max_length,
+            length_policy=config.length_policy, batch_tokens=config.batch_tokens,
+            shuffle_buffer=config.shuffle_buffer, seed=config.seed + seed_offset,
+            deterministic=config.deterministic, repeat=True, input_context=input_context,
+        )
+
+    validation = None
+    if "validation" in corpus.splits:
+        validation = make_batches(
+            corpus.load("validation"), source_tokenizer, target_tokenizer,
+            max_length=config.max_length, batch_tokens=config.batch_tokens, training=False,
+        )
+    trainer = Trainer(
+        model, optimizer, strategy, label_smoothing=config.label_smoothing,
+        clip_norm=config.clip_norm, jit_compile=config.jit_compile,
+        backup_dir=os.path.join(workdir, "backup"),
+        backup_every_steps=config.backup_every_steps,
+        checkpoint_dir=os.path.join(workdir, "checkpoints"),
+        keep_checkpoints=config.keep_checkpoints,
+        tensorboard_dir=os.path.join(workdir, "tensorboard"), callbacks=callbacks,
+        verbose=verbose,
+    )
+    start = time.perf_counter()
+    history = trainer.fit(dataset_fn, config.steps, config.steps_per_epoch, validation)
+    wall = time.perf_counter() - start
+    seconds = sum(history.history.get("seconds", []))
+    tokens = sum(history.history.get("tokens", []))  # source + target, without padding
+
+    if config.average_checkpoints > 1:
+        paths = list_checkpoints(os.path.join(workdir, "checkpoints"))[-config.average_checkpoints:]
+        print(f"Averaging {len(paths)} checkpoints: {[os.path.basename(p) for p in paths]}")
+        average_checkpoints(model, paths)
+    metrics = {
+        "steps": int(trainer.step.numpy()),
+        "train_seconds": round(wall, 1),
+        "train_tokens_per_second": round(tokens / seconds, 1) if seconds else None,
+        "train_loss": history.history["loss"][-1] if history.history.get("loss") else None,
+        "precision": precision,
+        "strategy": type(strategy).__name__,
+        "replicas": strategy.num_replicas_in_sync,
+        "training_pairs": stats["pairs"],
+        "training_pairs_over_max_length": stats["over_max_length"],
+    }
+    if history.history.get("val_accuracy"):
+        metrics["validation_token_accuracy"] = history.history["val_accuracy"][-1]
+    if not chief:
+        return metrics
+    model.save(os.path.join(workdir, "model.keras"))
+    eval_split = next((s for s in (config.eval_split, "test", "validation") if s in corpus.splits),
+                      None)
+    if eval_split is None:
+        print("No validation or test data: BLEU is not computed.")
+    else:
+        metrics.update(score(model, source_tokenizer, target_tokenizer, corpus, config, workdir,
+                             split=eval_split, verbose=verbose))
+        print(f"\nBLEU on {eval_split}: {metrics['bleu']:.2f}  ({metrics['sacrebleu_signature']})")
+    export_path = export_translator(
+        model, source_tokenizer, target_tokenizer, os.path.join(workdir, "export"),
+        beam_size=config.beam_size, length_penalty=config.length_penalty,
+    )
+    metrics["export"] = export_path
+    if eval_split is not None and config.attention_plots:
+        sentences = [s.decode("utf-8") for s, _ in
+                     corpus.load(eval_split).take(config.attention_plots).as_numpy_iterator()]
+        plots = visualize(model, source_tokenizer, target_tokenizer, sentences,
+                          os.path.join(workdir, "attention"),
+                          layers=[model.num_decoder_layers],
+                          beam_size=config.beam_size, length_penalty=config.length_penalty)
+        metrics["attention_plots"] = len(plots)
+    _write_json(os.path.join(workdir, "metrics.json"), metrics)
+    print(f"SavedModel for TF Serving: {export_path}")
+    print(f"Outputs in {workdir}:\n"
+          f"  config.json, metrics.json, hypotheses.<split>.txt\n"
+          f"  model.keras and vocab/ (Keras model and vocabularies), export/ (SavedModel)\n"
+          f"  attention/ (heatmaps; more with recipes/translation/visualize.py)\n"
+          f"  checkpoints/ (per epoch), backup/ (resume), tensorboard/ "
+          f"(tensorboard --logdir {os.path.join(workdir, 'tensorboard')})")
+    return metrics
+
+
+def score(model, source_tokenizer, target_tokenizer, corpus, config, workdir, split=None,
+          sources=None, references=None, output_prefix=None, verbose=1):
+    """Translates a split (or given sentences), writes the hypotheses and
+    returns BLEU with its signature."""
+    split = split or config.eval_split
+    if sources is None:
+        pairs = list(corpus.load(split).as_numpy_iterator())
+        sources = [s.decode("utf-8") for s, _ in pairs]
+        references = [t.decode("utf-8") for _, t in pairs]
+    if config.max_eval_sentences:
+        sources = sources[: config.max_eval_sentences]
+        references = references[: config.max_eval_sentences]
+    print(f"Translating {len(sources)} sentences (beam size {config.beam_size}) ...", flush=True)
+    start = time.perf_counter()
+    hypotheses, _ = translate(model, source_tokenizer, target_tokenizer, sources,
+                              beam_size=config.beam_size, length_penalty=config.length_penalty,
+                              batch_size=config.eval_batch_size, verbose=verbose)
+    seconds = time.perf_counter() - start
+    prefix = output_prefix or os.path.join(workdir, f"hypotheses.{split}")
+    with open(prefix + ".txt", "w", encoding="utf-8") as f:
+        f.writelines(h + "\n" for h in hypotheses)
+    bleu = corpus_bleu(hypotheses, references)
+    exact = sum(h == r for h, r in zip(hypotheses, references)) / max(len(references), 1)
+    return {
+        "bleu": round(bleu.score, 2),
+        "sacrebleu_signature": bleu.signature,
+        "bleu_details": bleu.details,
+        "eval_split": split,
+        "eval_sentences": len(sources),
+        "exact_match": round(exact, 4),
+        "decode_seconds": round(seconds, 1),
+    }
+
+
+def load_run(workdir, checkpoint=None):
+    """The config, tokenizers and model of a run directory; `checkpoint`: a
+    `.weights.h5` file to load instead of the final `model.keras`."""
+    config_path = os.path.join(workdir, "config.json")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{workdir} is not a run directory: it has no config.json.")
+    with open(config_path, encoding="utf-8") as f:
+        config = TranslationConfig.from_json(f.read())
+    source_tokenizer, target_tokenizer = load_tokenizers(os.path.join(workdir, "vocab"))
+    if checkpoint is None:
+        model_path = os.path.join(workdir, "model.keras")
+        if os.path.isfile(model_path):
+            return config, source_tokenizer, target_tokenizer, keras.saving.load_model(model_path)
+        checkpoints = list_checkpoints(os.path.join(workdir, "checkpoints"))
+        if not checkpoints:
+            raise FileNotFoundError(f"{workdir} has neither model.keras nor checkpoints/.")
+        checkpoint = checkpoints[-1]
+    model = build_model(config, source_tokenizer.vocabulary_size, target_tokenizer.vocabulary_size)
+    load_weights_checked(model, checkpoint)
+    return config, source_tokenizer, target_tokenizer, model
+
+
+def load_model_and_tokenizers(workdir=None, model_path=None, vocab_dir=None):
+    """A run directory's final model and tokenizers, or a `.keras` file and a vocab folder."""
+    if workdir is not None:
+        _, source_tokenizer, target_tokenizer, model = load_run(workdir)
+        return model, source_tokenizer, target_tokenizer
+    if not os.path.isfile(model_path):
+        raise FileNotFoundError(f"Model file {model_path!r} does not exist.")
+    source_tokenizer, target_tokenizer = load_tokenizers(vocab_dir)
+    return keras.saving.load_model(model_path), source_tokenizer, target_tokenizer
+
+
+def visualize(model, source_tokenizer, target_tokenizer, sentences, output_dir, target=None,
+              layers=None, beam_size=4, length_penalty=0.6):
+    """Attention heatmaps (PNG) for each sentence, named `sentence<i>_*.png`."""
+    paths = []
+    for i, sentence in enumerate(sentences, start=1):
+        maps = attention_maps(model, source_tokenizer, target_tokenizer, sentence, target,
+                              beam_size=beam_size, length_penalty=length_penalty)
+        paths += save_attention_heatmaps(maps, output_dir, prefix=f"sentence{i}_", layers=layers)
+    return paths
+
+
+def evaluate_run(workdir, checkpoint=None, split=None, source_file=None, reference_file=None,
+                 output_dir=None, beam_size=None, length_penalty=None, verbose=1):
+    """Scores a run directory (or one of its checkpoints) on a split or on
+    given files; writes `<output_dir>/hypotheses.<name>.txt` and
+    `<output_dir>/scores.<name>.json`. Returns the scores."""
+    config, source_tokenizer, target_tokenizer, model = load_run(workdir, checkpoint)
+    overrides = {k: v for k, v in (("beam_size", beam_size), ("length_penalty", length_penalty))
+                 if v is not None}
+    config = dataclasses.replace(config, **overrides)
+    output_dir = output_dir or workdir
+    sources = references = corpus = None
+    if source_file is not None:
+        from keras_attention.data import read_text
+
+        if reference_file is None:
+            raise ValueError("--source-file needs --reference-file to compute BLEU.")
+        text = read_text((source_file, reference_file))
+        sources, references = list(text.sources), list(text.targets)
+        name = os.path.basename(str(source_file))
+    else:
+        corpus = make_corpus(config)
+        split = split or config.eval_split
+        name = split
+    os.makedirs(output_dir, exist_ok=True)
+    result = score(model, source_tokenizer, target_tokenizer, corpus, config, workdir,
+                   split=split, sources=sources, references=references,
+                   output_prefix=os.path.join(output_dir, f"hypotheses.{name}"), verbose=verbose)
+    result["checkpoint"] = checkpoint or "model.keras"
+    _write_json(os.path.join(output_dir, f"scores.{name}.json"), result)
+    return result

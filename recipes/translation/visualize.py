@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""Draw attention heatmaps of a trained model as PNG files.
+
+For each sentence: cross-attention (target x source) per layer averaged over
+heads, and per layer for every head; encoder and decoder self-attention per
+head. The model translates the sentence itself, or give --target for the
+maps of a given pair.
+
+Examples:
+  python recipes/translation/visualize.py --workdir runs/translation \\
+      --sentence "The red book is on the table."
+  python recipes/translation/visualize.py --model runs/translation/model.keras \\
+      --vocab runs/translation/vocab --sentence "I will eat." --target "Comeré." \\
+      --output-dir plots/ --layers 4
+"""
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="visualize.py", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--workdir", help="a run directory of train.py")
+    source.add_argument("--model", help="a .keras model (needs --vocab)")
+    parser.add_argument("--vocab", help="the folder with source/target .vocab.txt and .json")
+    parser.add_argument("--sentence", action="append", required=True,
+                        help="a source sentence (repeat for several)")
+    parser.add_argument("--target", help="a target sentence: teacher-forced maps of the pair "
+                        "(only with one --sentence)")
+    parser.add_argument("--output-dir", help="where the PNGs go (default: <workdir>/attention)")
+    parser.add_argument("--layers", type=int, nargs="+",
+                        help="layers to draw per head, 1-based (default: all)")
+    parser.add_argument("--beam-size", type=int, default=4, help="beam size (default: 4)")
+    args = parser.parse_args(argv)
+    if args.model and not args.vocab:
+        parser.error("--model needs --vocab")
+    if args.target and len(args.sentence) != 1:
+        parser.error("--target goes with exactly one --sentence")
+    if not (args.output_dir or args.workdir):
+        parser.error("--model needs --output-dir")
+
+    from recipes.translation.train_lib import load_model_and_tokenizers, visualize
+
+    try:
+        model, source_tokenizer, target_tokenizer = load_model_and_tokenizers(
+            args.workdir, args.model, args.vocab)
+        paths = visualize(model, source_tokenizer, target_tokenizer, args.sentence,
+                          args.output_dir or os.path.join(args.workdir, "attention"),
+                          target=args.target, layers=args.layers, beam_size=args.beam_size)
+    except (ValueError, FileNotFoundError) as e:
+        parser.exit(2, f"error: {e}\n")
+    for path in paths:
+        print(path)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,167 @@
+"""The exported SavedModel: strings in, translations out, stock TF Serving ops only."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.evaluation import translate
+from keras_attention.export import export_translator, next_version
+from recipes.translation.train_lib import load_run
+
+SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+SENTENCES = [
+    "The red book is on the table.",
+    "I will eat three green apples.",
+    "Where is the small cat?",
+    "We did not see the big house.",
+]
+
+
+@pytest.fixture(scope="module")
+def run(tiny_run):
+    config, workdir, _ = tiny_run
+    _, source, target, model = load_run(str(workdir))
+    return config, source, target, model
+
+
+@pytest.fixture(scope="module")
+def exported(run, tmp_path_factory):
+    config, source, target, model = run
+    export_dir = tmp_path_factory.mktemp("export")
+    path = export_translator(model, source, target, str(export_dir), beam_size=config.beam_size,
+                             length_penalty=config.length_penalty)
+    return path
+
+
+def test_layout_and_versions(exported, run, tmp_path):
+    assert os.path.basename(exported) == "1"
+    for name in ("saved_model.pb", "variables", "assets.extra/model.keras",
+                 "assets.extra/vocab/source.vocab.txt", "assets.extra/vocab/target.json",
+                 "assets.extra/export.json"):
+        assert os.path.exists(os.path.join(exported, name)), name
+    settings = json.load(open(os.path.join(exported, "assets.extra/export.json")))
+    assert settings["beam_size"] == run[0].beam_size
+    export_dir = os.path.dirname(exported)
+    assert next_version(export_dir) == 2
+    assert not [n for n in os.listdir(export_dir) if n.startswith(".tmp")]
+    with pytest.raises(FileExistsError, match="immutable"):
+        export_translator(run[3], run[1], run[2], export_dir, version=1)
+
+
+def test_signature_equals_python_side_translation(exported, run):
+    config, source, target, model = run
+    serving = tf.saved_model.load(exported).signatures["serving_default"]
+    outputs = serving(text=tf.constant(SENTENCES))
+    assert set(outputs) == {"translation", "score"}
+    assert outputs["translation"].dtype == tf.string and outputs["score"].dtype == tf.float32
+    expected, expected_scores = translate(model, source, target, SENTENCES,
+                                          beam_size=config.beam_size,
+                                          length_penalty=config.length_penalty, verbose=0)
+    assert [t.decode() for t in outputs["translation"].numpy()] == expected
+    np.testing.assert_allclose(outputs["score"].numpy(), expected_scores, rtol=1e-4, atol=1e-4)
+
+
+FRESH_PROCESS = textwrap.dedent(
+    """
+    import json, sys, threading
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  registers the TF Text ops, as TF Serving links them
+    from tensorflow.core.protobuf import saved_model_pb2
+    from tensorflow.python.framework import op_def_registry
+
+    path = sys.argv[1]
+    result = {"imported": sorted(m for m in sys.modules
+                                 if m.split(".")[0] in ("keras_attention", "keras_hub"))}
+    # (b) every op of the graph and of its function library is registered
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString(open(path + "/saved_model.pb", "rb").read())
+    ops = set()
+    for graph in proto.meta_graphs:
+        ops |= {n.op for n in graph.graph_def.node}
+        for function in graph.graph_def.library.function:
+            ops |= {n.op for n in function.node_def}
+    functions = {f.signature.name for g in proto.meta_graphs for f in g.graph_def.library.function}
+    result["unregistered"] = sorted(op for op in ops
+                                    if op not in functions and op_def_registry.get(op) is None)
+    result["ops"] = len(ops)
+    # (a) load and call it
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    def call(texts):
+        out = serve(text=tf.constant(texts))
+        return [t.decode("utf-8") for t in out["translation"].numpy()], out["score"].numpy().tolist()
+    sentences = json.loads(sys.argv[2])
+    result["translations"], result["scores"] = call(sentences)
+    result["edge"], _ = call([b"", b"   \\t ", b"\\xff\\xfe bad \\xc3 bytes", ("the red book " * 800).encode()])
+    batch = [" ".join(sentences[: 1 + i % 4]) for i in range(256)]
+    result["batch"], _ = call(batch)
+    sequential = [call(batch[i * 8:(i + 1) * 8])[0] for i in range(8)]
+    threaded = [None] * 8
+    def work(i):
+        threaded[i] = call(batch[i * 8:(i + 1) * 8])[0]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    result["threads_equal"] = threaded == sequential
+    print(json.dumps(result))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def fresh_process(exported):
+    result = subprocess.run([sys.executable, "-c", FRESH_PROCESS, exported, json.dumps(SENTENCES)],
+                            capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_loads_with_only_tensorflow_and_tensorflow_text(fresh_process, exported):
+    assert fresh_process["imported"] == []
+    serving = tf.saved_model.load(exported).signatures["serving_default"]
+    expected = [t.decode() for t in serving(text=tf.constant(SENTENCES))["translation"].numpy()]
+    assert fresh_process["translations"] == expected
+
+
+def test_every_op_is_registered_by_tensorflow_and_tensorflow_text(fresh_process):
+    assert fresh_process["ops"] > 20
+    assert fresh_process["unregistered"] == []
+
+
+def test_bad_and_heavy_input(fresh_process):
+    empty, whitespace, bad_bytes, huge = fresh_process["edge"]
+    assert empty == "" and whitespace == ""
+    assert isinstance(bad_bytes, str) and isinstance(huge, str)  # no error
+    assert len(fresh_process["batch"]) == 256
+    assert fresh_process["threads_equal"] is True
+
+
+def test_saved_model_cli_scan_finds_no_denylisted_op(exported):
+    result = subprocess.run([SAVED_MODEL_CLI, "scan", "--dir", exported, "--tag_set", "serve"],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "does not contain the default denylisted ops" in result.stdout, result.stdout
+
+
+def test_saved_model_cli_show_lists_the_signature(exported):
+    result = subprocess.run(
+        [SAVED_MODEL_CLI, "show", "--dir", exported, "--tag_set", "serve", "--signature_def",
+         "serving_default"], capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    assert "inputs['text'] tensor_info" in out and "dtype: DT_STRING" in out
+    assert "outputs['translation'] tensor_info" in out and "outputs['score'] tensor_info" in out
+    assert "DT_FLOAT" in out
+
+
+def test_bad_arguments(run, tmp_path):
+    _, source, target, model = run
+    with pytest.raises(ValueError, match="beam_size"):
+        export_translator(model, source, target, str(tmp_path), beam_size=0)
+    with pytest.raises(ValueError, match="length_penalty"):
+        export_translator(model, source, target, str(tmp_path), length_penalty=-1)

@@ -1,0 +1,254 @@
+"""The translation recipe end to end, on tiny models and small data."""
+
+import argparse
+import dataclasses
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import tensorflow_datasets as tfds
+
+from keras_attention.models.transformer import PRESETS as LIBRARY_MODEL_PRESETS
+from keras_attention.training import PRECISIONS, STRATEGIES
+from recipes.translation import config as config_module
+from recipes.translation.config import (
+    PRESETS,
+    TranslationConfig,
+    add_config_flags,
+    check_config,
+    config_from_args,
+)
+from recipes.translation.train_lib import evaluate_run, train_and_evaluate
+from tests.conftest import TINY, free_ports, tiny_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRAIN = os.path.join(ROOT, "recipes", "translation", "train.py")
+EVALUATE = os.path.join(ROOT, "recipes", "translation", "evaluate.py")
+
+
+def cli_flags(config):
+    """The command-line flags that reproduce `config` from the bundled preset."""
+    flags = []
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if value == getattr(PRESETS["bundled"], field.name):
+            continue
+        flag = "--" + field.name.replace("_", "-")
+        if isinstance(value, bool):
+            flags.append(flag if value else "--no-" + flag[2:])
+        elif isinstance(value, tuple):
+            flags += [flag, *value]
+        else:
+            flags += [flag, str(value)]
+    return flags
+
+
+def snapshot(directory):
+    return {str(p): p.stat().st_mtime_ns for p in directory.rglob("*")}
+
+
+# -- config -------------------------------------------------------------------
+
+def parse(argv):
+    return config_from_args(add_config_flags(argparse.ArgumentParser()).parse_args(argv))
+
+
+def test_config_layering():
+    assert parse([]) == PRESETS["bundled"] == TranslationConfig()
+    config = parse(["--preset", "ted_hrlr_pt_en", "--steps", "7", "--no-lowercase"])
+    assert config.dataset == "ted_hrlr_translate/pt_to_en" and config.source_lang == "pt"
+    assert config.steps == 7 and config.lowercase is False  # flags beat the preset
+    assert config.warmup_steps == PRESETS["ted_hrlr_pt_en"].warmup_steps  # the preset beats defaults
+    own = parse(["--train-files", "a.en", "a.es", "--test-files", "t.tsv"])
+    assert own.dataset == "text_files" and own.train_files == ("a.en", "a.es")
+    assert own.test_files == ("t.tsv",)
+    assert TranslationConfig.from_json(own.to_json()) == own
+
+
+def test_choices_agree_with_the_library():
+    assert config_module.MODEL_PRESETS == tuple(LIBRARY_MODEL_PRESETS)
+    assert config_module.PRECISIONS == PRECISIONS
+    assert config_module.STRATEGIES == STRATEGIES
+    for preset in PRESETS.values():
+        check_config(preset)
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        ({"steps": 0}, "--steps must be a positive integer"),
+        ({"label_smoothing": 1.0}, "--label-smoothing"),
+        ({"average_checkpoints": 6}, "--average-checkpoints 6"),
+        ({"dataset": "text_files"}, "needs --train-files"),
+        ({"train_files": ("a", "b")}, "need --dataset text_files"),
+        ({"dataset": "text_files", "train_files": ("a", "b", "c")}, "SRC TGT or one TSV"),
+    ],
+)
+def test_bad_config(overrides, match):
+    with pytest.raises(ValueError, match=match):
+        check_config(dataclasses.replace(TranslationConfig(), **overrides))
+
+
+@pytest.mark.parametrize("script", [TRAIN, EVALUATE])
+def test_help_is_clean(script):
+    result = subprocess.run([sys.executable, script, "--help"], capture_output=True, text=True,
+                            timeout=60, check=False)
+    assert result.returncode == 0 and result.stderr == ""
+    assert "--workdir" in result.stdout and "Examples:" in result.stdout
+    if script == TRAIN:
+        for field in dataclasses.fields(TranslationConfig):
+            assert "--" + field.name.replace("_", "-") in result.stdout
+
+
+# -- training runs ----------------------------------------------------------
+
+def test_own_text_files_train_end_to_end(tiny_run):
+    config, workdir, metrics = tiny_run
+    for name in ("config.json", "metrics.json", "model.keras", "hypotheses.test.txt",
+                 "vocab/source.vocab.txt", "vocab/target.json"):
+        assert (workdir / name).is_file(), name
+    assert sorted(os.listdir(workdir / "checkpoints")) == ["ckpt-12.weights.h5", "ckpt-6.weights.h5"]
+    assert os.listdir(workdir / "tensorboard" / "train")
+    saved = json.loads((workdir / "metrics.json").read_text())
+    assert saved == json.loads(json.dumps(metrics))
+    assert saved["steps"] == 12 and saved["eval_split"] == "test"
+    assert 0.0 <= saved["bleu"] <= 100.0
+    assert saved["sacrebleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert saved["train_seconds"] > 0 and saved["train_tokens_per_second"] > 0
+    assert len((workdir / "hypotheses.test.txt").read_text().splitlines()) == 16
+    assert TranslationConfig.from_json((workdir / "config.json").read_text()) == config
+
+
+def test_evaluate_a_split_files_and_a_checkpoint(tiny_run, text_files, tmp_path):
+    _, workdir, _ = tiny_run
+    result = evaluate_run(str(workdir), split="validation", output_dir=str(tmp_path), verbose=0)
+    assert result["eval_split"] == "validation" and result["eval_sentences"] == 16
+    assert (tmp_path / "scores.validation.json").is_file()
+    assert (tmp_path / "hypotheses.validation.txt").is_file()
+    result = evaluate_run(str(workdir), checkpoint=str(workdir / "checkpoints/ckpt-6.weights.h5"),
+                          source_file=text_files["test"][0], reference_file=text_files["test"][1],
+                          output_dir=str(tmp_path), beam_size=1, verbose=0)
+    assert result["checkpoint"].endswith("ckpt-6.weights.h5")
+    assert (tmp_path / "scores.test.en.json").is_file()
+
+
+def test_evaluate_command_line(tiny_run, tmp_path):
+    _, workdir, _ = tiny_run
+    result = subprocess.run(
+        [sys.executable, EVALUATE, "--workdir", str(workdir), "--split", "test", "--quiet",
+         "--output-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout[result.stdout.index("{"):])["eval_split"] == "test"
+
+
+def test_missing_or_corrupt_checkpoint_touches_nothing(tiny_run, tmp_path):
+    _, workdir, _ = tiny_run
+    before = snapshot(workdir)
+    with pytest.raises(FileNotFoundError, match="ckpt-99.weights.h5"):
+        evaluate_run(str(workdir), checkpoint=str(workdir / "checkpoints/ckpt-99.weights.h5"),
+                     output_dir=str(tmp_path / "out"), verbose=0)
+    corrupt = tmp_path / "corrupt.weights.h5"
+    corrupt.write_bytes(b"\x89HDF\r\n garbage")
+    with pytest.raises(ValueError, match="Cannot read the checkpoint"):
+        evaluate_run(str(workdir), checkpoint=str(corrupt), output_dir=str(tmp_path / "out"),
+                     verbose=0)
+    assert snapshot(workdir) == before
+    assert not (tmp_path / "out").exists()
+
+
+def test_another_config_in_the_same_workdir_is_refused(tiny_run):
+    config, workdir, _ = tiny_run
+    before = snapshot(workdir)
+    with pytest.raises(ValueError, match=r"another config \(steps: 12 -> 13\)"):
+        train_and_evaluate(dataclasses.replace(config, steps=13), str(workdir), verbose=0)
+    assert snapshot(workdir) == before
+
+
+def test_bad_files_stop_before_anything_is_written(tmp_path, text_files):
+    short = tmp_path / "short.es"
+    short.write_text("uno\n", encoding="utf-8")
+    config = tiny_config(text_files, train_files=(text_files["train"][0], str(short)))
+    with pytest.raises(ValueError, match="lines but"):
+        train_and_evaluate(config, str(tmp_path / "run"), verbose=0)
+    assert not (tmp_path / "run").exists()
+
+
+def test_tfds_source_under_mock_data_trains(tmp_path):
+    config = TranslationConfig(**{**TINY, "dataset": "ted_hrlr_translate/pt_to_en",
+                                  "source_lang": "pt", "target_lang": "en", "steps": 4,
+                                  "steps_per_epoch": 2, "vocabulary_size": 200})
+    with tfds.testing.mock_data(num_examples=64):
+        metrics = train_and_evaluate(config, str(tmp_path / "run"), verbose=0)
+    assert metrics["steps"] == 4 and metrics["eval_split"] == "test"
+    assert metrics["eval_sentences"] == 16
+
+
+def test_bfloat16_run(tmp_path, text_files):
+    config = tiny_config(text_files, precision="mixed_bfloat16", steps=6, average_checkpoints=2,
+                         keep_checkpoints=2, steps_per_epoch=3)
+    metrics = train_and_evaluate(config, str(tmp_path / "run"), verbose=0)
+    assert metrics["precision"] == "mixed_bfloat16" and metrics["steps"] == 6
+
+
+# -- processes: a killed run resumes; two workers ------------------------------
+
+def _command(config, workdir, *extra):
+    return [sys.executable, TRAIN, "--workdir", str(workdir), "--quiet", *cli_flags(config), *extra]
+
+
+def _backup_step(workdir):
+    """The step of the latest backup (0 if none yet)."""
+    index = workdir / "backup" / "checkpoint"
+    try:
+        match = re.search(r'model_checkpoint_path: "ckpt-(\d+)"', index.read_text())
+    except OSError:
+        return 0
+    return int(match.group(1)) if match else 0
+
+
+def test_sigkill_mid_epoch_then_restart_resumes(tmp_path, text_files):
+    config = tiny_config(text_files, steps=400, steps_per_epoch=200, backup_every_steps=20)
+    workdir = tmp_path / "run"
+    process = subprocess.Popen(_command(config, workdir), cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while time.time() < deadline and process.poll() is None and _backup_step(workdir) < 40:
+        time.sleep(0.05)
+    assert process.poll() is None, "the run ended before it could be killed"
+    process.send_signal(signal.SIGKILL)  # mid-epoch: no chance to save anything
+    process.wait()
+    assert not (workdir / "metrics.json").exists()
+    result = subprocess.run(_command(config, workdir), cwd=ROOT, capture_output=True, text=True,
+                            timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    resumed_at = int(result.stderr.split("Resumed from the backup at step ")[1].split()[0])
+    assert 40 <= resumed_at < 200  # from the backup, mid-epoch 1
+    metrics = json.loads((workdir / "metrics.json").read_text())
+    assert metrics["steps"] == 400  # the same step count as an uninterrupted run
+    assert "ckpt-400.weights.h5" in os.listdir(workdir / "checkpoints")
+
+
+def test_multi_worker_run_with_tf_config(tmp_path, text_files):
+    config = tiny_config(text_files, strategy="multi_worker", steps=6, steps_per_epoch=3)
+    workers = [f"127.0.0.1:{p}" for p in free_ports(2)]
+    processes = []
+    for index in range(2):
+        env = {**os.environ, "TF_CONFIG": json.dumps(
+            {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}})}
+        processes.append(subprocess.Popen(_command(config, tmp_path / "run"), cwd=ROOT, env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          text=True))
+    for process in processes:
+        _, stderr = process.communicate(timeout=400)
+        assert process.returncode == 0, stderr[-3000:]
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["steps"] == 6 and metrics["replicas"] == 2
+    assert metrics["strategy"] == "CollectiveAllReduceStrategy"  # MultiWorkerMirroredStrategy's class
+    assert not [p for p in os.listdir(tmp_path / "run" / "backup") if p.startswith(".worker")]

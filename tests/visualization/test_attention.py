@@ -1,0 +1,162 @@
+import os
+import subprocess
+import sys
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+from keras_attention.visualization import attention_maps, save_attention_heatmaps
+from recipes.translation.train_lib import load_run
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VISUALIZE = os.path.join(ROOT, "recipes", "translation", "visualize.py")
+
+
+@pytest.fixture(scope="module")
+def run(tiny_run):
+    _, workdir, _ = tiny_run
+    _, source, target, model = load_run(str(workdir))
+    return workdir, source, target, model
+
+
+@pytest.mark.parametrize("target", [None, "El libro rojo está sobre la mesa."])
+def test_maps_shapes_and_normalisation(run, target):
+    _, source, target_tokenizer, model = run
+    maps = attention_maps(model, source, target_tokenizer, "The red book is on the table.",
+                          target=target, beam_size=2)
+    s, t = len(maps.source_tokens), len(maps.target_tokens)
+    layers, heads = model.num_decoder_layers, 4
+    assert maps.source_tokens[-1] == "[END]" and maps.target_tokens[-1] == "[END]"
+    assert maps.target_input_tokens[0] == "[START]" and len(maps.target_input_tokens) == t
+    assert maps.target_input_tokens[1:] == maps.target_tokens[:-1]
+    assert maps.encoder_self.shape == (model.num_encoder_layers, heads, s, s)
+    assert maps.decoder_self.shape == (layers, heads, t, t)
+    assert maps.cross.shape == (layers, heads, t, s)
+    for weights in (maps.encoder_self, maps.decoder_self, maps.cross):
+        np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)  # rows sum to 1
+        assert weights.min() >= 0.0
+    np.testing.assert_allclose(np.triu(maps.decoder_self, k=1), 0.0, atol=1e-7)  # causal
+    if target is not None:
+        assert maps.translation == target
+        assert "libro" in maps.target_tokens and "book" in maps.source_tokens
+
+
+def test_padding_is_removed_and_batch_independent(run):
+    """The maps of a sentence are those of its own tokens: a long and a short
+    sentence give maps sized to themselves."""
+    _, source, target, model = run
+    short = attention_maps(model, source, target, "I left.", target="Salí.")
+    long = attention_maps(model, source, target, "The two black horses are in the big field.",
+                          target="Los dos caballos negros están en el campo grande.")
+    assert short.cross.shape[-1] == len(short.source_tokens) < long.cross.shape[-1]
+
+
+def test_png_files(run, tmp_path):
+    _, source, target, model = run
+    maps = attention_maps(model, source, target, "Where is the small cat?", beam_size=2)
+    paths = save_attention_heatmaps(maps, str(tmp_path), prefix="s_")
+    layers = model.num_decoder_layers
+    assert len(paths) == 1 + 3 * layers
+    names = sorted(os.path.basename(p) for p in paths)
+    assert "s_cross_attention.png" in names and f"s_cross_attention_layer{layers}.png" in names
+    for path in paths:
+        image = matplotlib.image.imread(path)
+        assert image.ndim == 3 and image.shape[2] in (3, 4)
+        assert image.std() > 0.01  # not blank
+    # 4 heads + the average: 3 columns x 2 rows of 3.6-inch panels (+0.6 inch title) at 100 dpi.
+    assert matplotlib.image.imread(str(tmp_path / "s_cross_attention_layer1.png")).shape[:2] == (
+        780, 1080)
+    overview = matplotlib.image.imread(str(tmp_path / "s_cross_attention.png"))
+    assert overview.shape[:2] == (440, round((layers * 3.6 + 1.0) * 100))
+    with pytest.raises(ValueError, match="Layer 9 does not exist"):
+        save_attention_heatmaps(maps, str(tmp_path), layers=[9])
+
+
+def test_readable_for_25_tokens_and_8_heads(tmp_path):
+    """The layout holds 25-token sentences and 8 heads (3 x 3 panels)."""
+    from keras_attention.visualization import AttentionMaps
+
+    rng = np.random.default_rng(0)
+
+    def softmax(x):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    tokens = [f"tok{i}" for i in range(24)] + ["[END]"]
+    maps = AttentionMaps(tokens, tokens, ["[START]"] + tokens[:-1],
+                         softmax(rng.normal(size=(1, 8, 25, 25))),
+                         softmax(rng.normal(size=(1, 8, 25, 25))),
+                         softmax(rng.normal(size=(1, 8, 25, 25))), "src", "tgt")
+    path = save_attention_heatmaps(maps, str(tmp_path))[1]
+    assert matplotlib.image.imread(path).shape[:2] == (1140, 1080)
+
+
+def test_visualize_command(run, tmp_path):
+    workdir = run[0]
+    result = subprocess.run(
+        [sys.executable, VISUALIZE, "--workdir", str(workdir), "--sentence", "I left.",
+         "--sentence", "The red book.", "--output-dir", str(tmp_path / "a"), "--layers", "1",
+         "--beam-size", "2"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(os.listdir(tmp_path / "a")) == 2 * 4
+    result = subprocess.run(
+        [sys.executable, VISUALIZE, "--model", str(workdir / "model.keras"), "--vocab",
+         str(workdir / "vocab"), "--sentence", "I left.", "--target", "Salí.",
+         "--output-dir", str(tmp_path / "b")],
+        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "sentence1_cross_attention.png" in os.listdir(tmp_path / "b")
+    result = subprocess.run(
+        [sys.executable, VISUALIZE, "--workdir", str(workdir), "--sentence", "a", "--sentence",
+         "b", "--target", "c"], capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2 and "--target goes with exactly one --sentence" in result.stderr
+
+
+def test_a_moved_adjective_attends_to_its_source_word(bundled_data_dir, tmp_path):
+    """On a model trained on the bundled corpus (a small one, ~30 s), the
+    cross-attention row of a Spanish adjective that moves after its noun
+    ("el libro rojo") peaks, averaged over heads, on its English adjective
+    ("the red book") in some layer, for most of 40 test sentences."""
+    import tensorflow as tf
+
+    from keras_attention.data import en_es_grammar
+    from recipes.translation.config import TranslationConfig
+    from recipes.translation.train_lib import train_and_evaluate
+
+    config = TranslationConfig(
+        data_dir=str(bundled_data_dir), model_preset="tiny", d_model=64, intermediate_dim=128,
+        num_layers=2, steps=300, steps_per_epoch=150, warmup_steps=100, batch_tokens=2048,
+        max_eval_sentences=50, attention_plots=0, precision="float32", strategy="default",
+    )
+    train_and_evaluate(config, str(tmp_path / "run"), verbose=0)
+    _, source, target, model = load_run(str(tmp_path / "run"))
+
+    def first_piece(tokenizer, word):
+        ids = tokenizer.tokenize(tf.constant([word])).to_list()[0]
+        return tokenizer.id_to_token(tf.constant(ids[:1])).numpy()[0].decode()
+
+    examples = [e for e in en_es_grammar.make_splits()["test"] if e.alignments][:40]
+    hits, pairs = np.zeros(model.num_decoder_layers), 0
+    for example in examples:
+        maps = attention_maps(model, source, target, example.en, target=example.es)
+        for english, spanish in example.alignments:
+            row = maps.target_tokens.index(first_piece(target, spanish))
+            column = maps.source_tokens.index(first_piece(source, english))
+            pairs += 1
+            hits += maps.cross.mean(axis=1)[:, row].argmax(axis=-1) == column
+    assert pairs >= 40
+    assert hits.max() / pairs >= 0.8, hits / pairs
+
+
+def test_output_at_the_length_limit(run):
+    """An untrained model runs to the length limit without [END]: the maps
+    still fit the model's maximum length and end with [END]."""
+    from keras_attention.models import Transformer
+
+    _, source, target, model = run
+    untrained = Transformer.from_config(model.get_config())
+    maps = attention_maps(untrained, source, target, "The red book.", beam_size=1)
+    assert len(maps.target_tokens) <= untrained.max_length
+    assert maps.target_tokens[-1] == "[END]"
