@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""Training speed: keras_attention's Transformer against keras-hub's, side by side.
+
+In one process run it builds two encoder-decoder models of identical size
+(the TF tutorial's: 4+4 layers, d_model 128, ff 512, 8 heads, vocabulary
+8000, learned positions) — keras_attention's `Transformer` and one made of
+keras-hub's `TokenAndPositionEmbedding`, `TransformerEncoder` and
+`TransformerDecoder` — and measures for float32 and mixed_bfloat16, with XLA
+on and off:
+
+- training-step throughput (padded source + target tokens per second) of
+  the same Keras training step (`compile` + `train_on_batch`, Adam, masked
+  sparse cross-entropy), median of several steps after warm-up;
+- achieved FLOP/s (the model's matmul FLOPs x 3 for forward + backward) as a
+  fraction of the matmul peak measured in the same run, per dtype;
+- the ratio of keras_attention's best setting to keras-hub's best setting;
+- `MultiHeadAttention` forward + backward time against
+  `keras.layers.MultiHeadAttention` at the same shapes.
+
+Prints a table and writes JSON (--json). TensorFlow backend.
+
+    python benchmarks/train_step.py [--batch-size 64] [--length 64] [--steps 10] [--json out.json]
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# keras-hub's layers warn that EinsumDense drops masks; the table should stay readable.
+warnings.filterwarnings("ignore", category=UserWarning)
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import keras  # noqa: E402
+import keras_hub  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from keras_attention.layers import MultiHeadAttention  # noqa: E402
+from keras_attention.models import Transformer  # noqa: E402
+
+SIZE = {"layers": 4, "d_model": 128, "ff": 512, "heads": 8, "vocabulary": 8000}
+POLICIES = ("float32", "mixed_bfloat16")
+
+
+# -- models ---------------------------------------------------------------
+
+def keras_attention_model(length):
+    return Transformer(
+        encoder_vocabulary_size=SIZE["vocabulary"], decoder_vocabulary_size=SIZE["vocabulary"],
+        num_encoder_layers=SIZE["layers"], num_decoder_layers=SIZE["layers"],
+        d_model=SIZE["d_model"], num_heads=SIZE["heads"], intermediate_dim=SIZE["ff"],
+        dropout=0.1, max_length=length, position_encoding="learned",
+        tie_output_embeddings=False,
+    )
+
+
+def keras_hub_model(length):
+    encoder_tokens = keras.Input((None,), dtype="int32", name="encoder_tokens")
+    decoder_tokens = keras.Input((None,), dtype="int32", name="decoder_tokens")
+    x = keras_hub.layers.TokenAndPositionEmbedding(
+        SIZE["vocabulary"], length, SIZE["d_model"], mask_zero=True)(encoder_tokens)
+    x = keras.layers.Dropout(0.1)(x)
+    for _ in range(SIZE["layers"]):
+        x = keras_hub.layers.TransformerEncoder(SIZE["ff"], SIZE["heads"], dropout=0.1)(x)
+    y = keras_hub.layers.TokenAndPositionEmbedding(
+        SIZE["vocabulary"], length, SIZE["d_model"], mask_zero=True)(decoder_tokens)
+    y = keras.layers.Dropout(0.1)(y)
+    for _ in range(SIZE["layers"]):
+        y = keras_hub.layers.TransformerDecoder(SIZE["ff"], SIZE["heads"], dropout=0.1)(y, x)
+    logits = keras.layers.Dense(SIZE["vocabulary"])(y)
+    logits = keras.layers.Activation("linear", dtype="float32")(logits)
+    return keras.Model({"encoder_tokens": encoder_tokens, "decoder_tokens": decoder_tokens},
+                       logits)
+
+
+MODELS = {"keras_attention": keras_attention_model, "keras_hub": keras_hub_model}
+
+
+def step_flops(batch, length):
+    """Matmul FLOPs of one training step (forward x 3), S = T = length."""
+    d, ff, n, v = SIZE["d_model"], SIZE["ff"], SIZE["layers"], SIZE["vocabulary"]
+    tokens = batch * length
+    attention = 4 * d * d + 2 * length * d  # Q, K, V, O projections + QK^T and AV, per token
+    encoder = n * tokens * 2 * (attention + 2 * d * ff)
+    decoder = n * tokens * 2 * (2 * attention + 2 * d * ff)
+    output = tokens * 2 * d * v
+    return 3 * (encoder + decoder + output)
+
+
+# -- measurements -------------------------------------------------------
+
+def matmul_peak(dtype, n=2048, repeats=10):
+    a = tf.random.normal((n, n), dtype="float32")
+    a = tf.cast(a, dtype)
+
+    @tf.function
+    def product(x):
+        return tf.matmul(x, x)
+
+    product(a).numpy()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        product(a).numpy()
+        times.append(time.perf_counter() - start)
+    return 2 * n**3 / statistics.median(times)
+
+
+def batch_data(batch, length, seed=0):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(length // 2, length + 1, size=(2, batch))
+    tokens = rng.integers(4, SIZE["vocabulary"], size=(3, batch, length)).astype("int32")
+    for side in (0, 1):
+        for i, n in enumerate(lengths[side]):
+            tokens[side, i, n:] = 0
+    tokens[2][tokens[1] == 0] = 0  # labels pad where the decoder input pads
+    return {"encoder_tokens": tokens[0], "decoder_tokens": tokens[1]}, tokens[2]
+
+
+def time_training(name, policy, jit, batch, length, steps, warmup):
+    keras.config.set_dtype_policy(policy)
+    keras.utils.set_random_seed(0)
+    model = MODELS[name](length)
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-4, beta_2=0.98, epsilon=1e-9),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        jit_compile=jit,
+    )
+    inputs, labels = batch_data(batch, length)
+    for _ in range(warmup):
+        model.train_on_batch(inputs, labels)
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        loss = model.train_on_batch(inputs, labels)
+        times.append(time.perf_counter() - start)
+    keras.config.set_dtype_policy("float32")
+    seconds = statistics.median(times)
+    return {
+        "model": name, "policy": policy, "jit": jit, "step_seconds": seconds,
+        "tokens_per_second": 2 * batch * length / seconds, "loss": float(np.asarray(loss)),
+        "parameters": model.count_params(),
+    }
+
+
+def time_attention(layer_name, policy, batch, length, repeats=20):
+    keras.config.set_dtype_policy(policy)
+    keras.utils.set_random_seed(0)
+    d, heads = SIZE["d_model"], SIZE["heads"]
+    if layer_name == "keras_attention":
+        layer = MultiHeadAttention(heads, d // heads)
+    else:
+        layer = keras.layers.MultiHeadAttention(heads, d // heads)
+    x = tf.random.normal((batch, length, d))
+    layer(x, x)
+
+    @tf.function
+    def forward_backward(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            y = tf.reduce_sum(tf.cast(layer(x, x, use_causal_mask=True), "float32"))
+        return tape.gradient(y, [x, *layer.trainable_variables])
+
+    forward_backward(x)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        [g.numpy() for g in forward_backward(x)]
+        times.append(time.perf_counter() - start)
+    keras.config.set_dtype_policy("float32")
+    return statistics.median(times)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--length", type=int, default=64, help="source = target tokens")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps (median)")
+    parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
+    parser.add_argument("--jit", nargs="+", default=["off", "on"], choices=["off", "on"])
+    parser.add_argument("--json", help="write the results to this file")
+    args = parser.parse_args(argv)
+
+    peaks = {p: matmul_peak("float32" if p == "float32" else "bfloat16") for p in args.policies}
+    flops = step_flops(args.batch_size, args.length)
+    rows = []
+    for policy in args.policies:
+        for jit in args.jit:
+            for name in args.models:
+                row = time_training(name, policy, jit == "on", args.batch_size, args.length,
+                                    args.steps, args.warmup)
+                row["flops_per_second"] = flops / row["step_seconds"]
+                row["fraction_of_matmul_peak"] = row["flops_per_second"] / peaks[policy]
+                rows.append(row)
+                print(f"{name:16} {policy:15} jit={jit:3}  {row['tokens_per_second']:9.0f} tokens/s"
+                      f"  {row['fraction_of_matmul_peak']:6.1%} of peak", flush=True)
+    attention = {
+        policy: {name: time_attention(name, policy, args.batch_size, args.length)
+                 for name in ("keras_attention", "keras")}
+        for policy in args.policies
+    }
+    best = {name: max((r for r in rows if r["model"] == name), key=lambda r: r["tokens_per_second"])
+            for name in args.models}
+    result = {
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "tensorflow": tf.__version__, "keras": keras.__version__,
+        "keras_hub": keras_hub.__version__,
+        "date": time.strftime("%Y-%m-%d"), "size": SIZE, "batch_size": args.batch_size,
+        "length": args.length, "step_gflop": flops / 1e9,
+        "matmul_peak_gflops": {p: v / 1e9 for p, v in peaks.items()},
+        "rows": rows, "attention_forward_backward_seconds": attention,
+    }
+    parameters = {r["model"]: r["parameters"] for r in rows}
+    result["parameters"] = parameters
+    print(f"\nparameters: {parameters}")
+    print(f"model: {SIZE}; batch {args.batch_size} x ({args.length} source + {args.length} "
+          f"target) tokens; {flops / 1e9:.1f} GFLOP per step")
+    print("matmul peak: " + ", ".join(f"{p} {v / 1e9:.0f} GFLOP/s" for p, v in peaks.items()))
+    print(f"\n{'model':16} {'policy':15} {'jit':4} {'tokens/s':>9} {'GFLOP/s':>8} {'of peak':>8}")
+    for r in rows:
+        print(f"{r['model']:16} {r['policy']:15} {('on' if r['jit'] else 'off'):4} "
+              f"{r['tokens_per_second']:9.0f} {r['flops_per_second'] / 1e9:8.1f} "
+              f"{r['fraction_of_matmul_peak']:8.1%}")
+    if len(best) == 2:
+        ratio = best["keras_attention"]["tokens_per_second"] / best["keras_hub"]["tokens_per_second"]
+        result["best"] = {n: {k: b[k] for k in ("policy", "jit", "tokens_per_second")}
+                          for n, b in best.items()}
+        result["ratio_best_keras_attention_to_best_keras_hub"] = ratio
+        print(f"\nbest keras_attention ({best['keras_attention']['policy']}, jit "
+              f"{best['keras_attention']['jit']}) / best keras_hub "
+              f"({best['keras_hub']['policy']}, jit {best['keras_hub']['jit']}): {ratio:.2f}x")
+    print("\nMultiHeadAttention forward+backward (causal self-attention, "
+          f"[{args.batch_size}, {args.length}, {SIZE['d_model']}], {SIZE['heads']} heads):")
+    for policy, times in attention.items():
+        print(f"  {policy:15} keras_attention {times['keras_attention'] * 1e3:7.2f} ms   "
+              f"keras.layers {times['keras'] * 1e3:7.2f} ms   ratio "
+              f"{times['keras'] / times['keras_attention']:.2f}x")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
