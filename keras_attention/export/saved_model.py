@@ -62,8 +62,20 @@ def _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_pen
     return serve
 
 
+def with_dtype_policy(model, dtype_policy):
+    """A copy of `model` under another dtype policy, with the same weights
+    (e.g. a model trained with mixed_bfloat16 served in float32 on CPUs
+    without bfloat16 instructions)."""
+    config = model.get_config()
+    config["dtype"] = dtype_policy
+    clone = model.__class__.from_config(config)
+    clone.set_weights(model.get_weights())
+    return clone
+
+
 def export_translator(model, source_tokenizer, target_tokenizer, export_dir, version=None,
-                      beam_size=4, length_penalty=0.6, max_output_length=None, verbose=False):
+                      beam_size=4, length_penalty=0.6, max_output_length=None,
+                      dtype_policy=None, verbose=False):
     """Writes `<export_dir>/<version>/` and returns its path.
 
     Args:
@@ -75,11 +87,15 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
         length_penalty: GNMT length penalty alpha, fixed in the graph.
         max_output_length: most target tokens generated (default: the
             model's `max_length`). Sources are truncated to `max_length`.
+        dtype_policy: serve under this Keras dtype policy (e.g. "float32")
+            instead of the model's own.
     """
     if beam_size < 1:
         raise ValueError(f"`beam_size` must be >= 1; received {beam_size}.")
     if length_penalty < 0:
         raise ValueError(f"`length_penalty` must be >= 0; received {length_penalty}.")
+    if dtype_policy is not None:
+        model = with_dtype_policy(model, dtype_policy)
     max_output_length = min(max_output_length or model.max_length, model.max_length)
     version = next_version(export_dir) if version is None else int(version)
     path = os.path.join(export_dir, str(version))
@@ -107,6 +123,7 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
     with open(os.path.join(extra, "export.json"), "w", encoding="utf-8") as f:
         json.dump({
             "beam_size": beam_size, "length_penalty": length_penalty,
+            "dtype_policy": model.dtype_policy.name,
             "max_input_length": model.max_length, "max_output_length": max_output_length,
             "signature": {"inputs": {"text": "string [batch]"},
                           "outputs": {"translation": "string [batch]", "score": "float32 [batch]"}},

@@ -39,6 +39,9 @@ def main(argv=None):
                         help="GNMT length penalty alpha (default: the run's)")
     parser.add_argument("--max-output-length", type=int,
                         help="most target tokens (default: the run's --max-length)")
+    parser.add_argument("--dtype-policy", choices=("float32", "mixed_bfloat16", "mixed_float16"),
+                        help="serve under this precision (default: the model's; float32 "
+                        "suits CPUs without bfloat16 instructions)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 
@@ -53,7 +56,7 @@ def main(argv=None):
             beam_size=args.beam_size or config.beam_size,
             length_penalty=config.length_penalty if args.length_penalty is None
             else args.length_penalty,
-            max_output_length=args.max_output_length,
+            max_output_length=args.max_output_length, dtype_policy=args.dtype_policy,
         )
     except (ValueError, FileNotFoundError, FileExistsError) as e:
         parser.exit(2, f"error: {e}\n")

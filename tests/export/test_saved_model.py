@@ -165,3 +165,24 @@ def test_bad_arguments(run, tmp_path):
         export_translator(model, source, target, str(tmp_path), beam_size=0)
     with pytest.raises(ValueError, match="length_penalty"):
         export_translator(model, source, target, str(tmp_path), length_penalty=-1)
+
+
+def test_export_under_another_dtype_policy(run, tmp_path):
+    """A model can be served under another precision than it was trained in:
+    the weights are the same, the graph computes in the new dtype."""
+    config, source, target, model = run
+    path = export_translator(model, source, target, str(tmp_path), beam_size=config.beam_size,
+                             length_penalty=config.length_penalty, dtype_policy="mixed_bfloat16")
+    settings = json.load(open(os.path.join(path, "assets.extra/export.json")))
+    assert settings["dtype_policy"] == "mixed_bfloat16"
+    assert model.dtype_policy.name == "float32"  # the caller's model is untouched
+    import keras
+
+    served = keras.saving.load_model(os.path.join(path, "assets.extra/model.keras"))
+    assert served.dtype_policy.name == "mixed_bfloat16"
+    for a, b in zip(served.get_weights(), model.get_weights()):
+        np.testing.assert_array_equal(a, b)  # variables stay float32 under mixed policies
+    outputs = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(SENTENCES))
+    _, expected = translate(served, source, target, SENTENCES, beam_size=config.beam_size,
+                            length_penalty=config.length_penalty, verbose=0)
+    np.testing.assert_allclose(outputs["score"].numpy(), expected, rtol=1e-3, atol=1e-3)
