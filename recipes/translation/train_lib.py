@@ -148,8 +148,11 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
     if chief:
         os.makedirs(workdir, exist_ok=True)
         if not resumed:
-            with open(os.path.join(workdir, "config.json"), "w", encoding="utf-8") as f:
+            # Atomic: other workers may read it while the chief writes it.
+            tmp = os.path.join(workdir, "config.json.tmp")
+            with open(tmp, "w", encoding="utf-8") as f:
                 f.write(config.to_json())
+            os.replace(tmp, os.path.join(workdir, "config.json"))
 
     source_tokenizer, target_tokenizer = _tokenizers(config, corpus, workdir, chief)
     train_pairs = corpus.load("train")
