@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention.data.tokenizers import END_ID, START_ID
+from keras_attention.layers._validation import check_positive_int
 
 LENGTH_POLICIES = ("drop", "truncate")
 _TOKENIZE_BATCH = 256
@@ -27,7 +28,7 @@ _TOKENIZE_BATCH = 256
 def default_bucket_boundaries(max_length):
     """Padded lengths 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, ... below
     `max_length`, then `max_length` itself (always the last)."""
-    _check_positive("max_length", max_length)
+    check_positive_int("max_length", max_length)
     lengths, step = [], 8
     length = 8
     while length < max_length:
@@ -36,11 +37,6 @@ def default_bucket_boundaries(max_length):
             step *= 2
         length += step
     return tuple(lengths) + (max_length,)
-
-
-def _check_positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"`{name}` must be a positive integer; received {name}={value!r}.")
 
 
 def _encode(source_tokenizer, target_tokenizer):
@@ -122,8 +118,8 @@ def make_batches(
         A `tf.data.Dataset` of `({"encoder_tokens": [B, L], "decoder_tokens": [B, L]},
         labels [B, L])`, int32, padded with 0, where L is a bucket boundary.
     """
-    _check_positive("max_length", max_length)
-    _check_positive("batch_tokens", batch_tokens)
+    check_positive_int("max_length", max_length)
+    check_positive_int("batch_tokens", batch_tokens)
     if max_length < 2:
         raise ValueError(f"`max_length` must be at least 2 (a token and [END]); received {max_length}.")
     if length_policy not in LENGTH_POLICIES:
