@@ -3,5 +3,6 @@
 
 from keras_attention.decoding.beam_search import beam_search
 from keras_attention.decoding.greedy_search import greedy_search
+from keras_attention.decoding.search import search
 
-__all__ = ["beam_search", "greedy_search"]
+__all__ = ["beam_search", "greedy_search", "search"]

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import END_ID, START_ID
-from keras_attention.decoding import beam_search, greedy_search
+from keras_attention.decoding import search
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,14 +55,11 @@ def _compiled_search(model, beam_size, length_penalty, max_length):
     key = (beam_size, length_penalty, max_length)
     searches = _SEARCHES.setdefault(model, {})
     if key not in searches:
-        if beam_size == 1:
-            def search(tokens):
-                return greedy_search(model, tokens, max_length, START_ID, END_ID)
-        else:
-            def search(tokens):
-                return beam_search(model, tokens, max_length, START_ID, END_ID,
-                                   beam_size=beam_size, length_penalty=length_penalty)
-        searches[key] = tf.function(search, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+        searches[key] = tf.function(
+            lambda tokens: search(model, tokens, max_length, START_ID, END_ID, beam_size,
+                                  length_penalty),
+            input_signature=[tf.TensorSpec([None, None], tf.int32)],
+        )
     return searches[key]
 
 

@@ -23,7 +23,7 @@ import keras
 import tensorflow as tf
 
 from keras_attention.data.tokenizers import END_ID, START_ID, save_tokenizers
-from keras_attention.decoding import beam_search, greedy_search
+from keras_attention.decoding import search
 
 SIGNATURE_INPUTS = ("text",)
 SIGNATURE_OUTPUTS = ("translation", "score")
@@ -46,13 +46,8 @@ def _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_pen
         ids = ids[:, : max_input_length - 1]  # long inputs are truncated, not rejected
         end = tf.fill([ids.nrows(), 1], END_ID)
         encoder_tokens = tf.concat([ids, end], axis=1).to_tensor()  # [B, S], 0-padded
-        if beam_size == 1:
-            tokens, scores = greedy_search(model, encoder_tokens, max_output_length,
-                                           START_ID, END_ID)
-        else:
-            tokens, scores = beam_search(model, encoder_tokens, max_output_length, START_ID,
-                                         END_ID, beam_size=beam_size,
-                                         length_penalty=length_penalty)
+        tokens, scores = search(model, encoder_tokens, max_output_length, START_ID, END_ID,
+                                beam_size, length_penalty)
         translation = target_tokenizer.detokenize(tokens)
         return {
             "translation": tf.where(empty, tf.constant(""), translation),

@@ -8,7 +8,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_attention.data.tokenizers import END_ID, START_ID
-from keras_attention.decoding import beam_search, greedy_search
+from keras_attention.decoding import search
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,11 +52,8 @@ def attention_maps(model, source_tokenizer, target_tokenizer, source, target=Non
     source_ids = source_ids[: model.max_length - 1] + [END_ID]
     encoder_tokens = np.asarray([source_ids], np.int32)
     if target is None:
-        if beam_size == 1:
-            tokens, _ = greedy_search(model, encoder_tokens, model.max_length, START_ID, END_ID)
-        else:
-            tokens, _ = beam_search(model, encoder_tokens, model.max_length, START_ID, END_ID,
-                                    beam_size=beam_size, length_penalty=length_penalty)
+        tokens, _ = search(model, encoder_tokens, model.max_length, START_ID, END_ID,
+                           beam_size, length_penalty)
         output_ids = [int(t) for t in ops.convert_to_numpy(tokens)[0] if t != 0]
         if not output_ids or output_ids[-1] != END_ID:  # hit the length limit
             output_ids = output_ids[: model.max_length - 1] + [END_ID]

@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.decoding import beam_search, greedy_search
+from keras_attention.decoding import beam_search, greedy_search, search
 from keras_attention.models import Transformer
 from tests.layer_test_case import to_numpy
 
@@ -52,9 +52,9 @@ def expected_tokens(src, max_length):
 def test_trained_model_decodes_held_out_examples_exactly(trained):
     src, _ = reverse_task(np.random.default_rng(123), 32)
     expected = expected_tokens(src, 10)
-    for search in (greedy_search, beam_search):
-        tokens, scores = search(trained, src, 10, START, END)
-        np.testing.assert_array_equal(to_numpy(tokens), expected, err_msg=search.__name__)
+    for decode in (greedy_search, beam_search):
+        tokens, scores = decode(trained, src, 10, START, END)
+        np.testing.assert_array_equal(to_numpy(tokens), expected, err_msg=decode.__name__)
         assert to_numpy(scores).shape == (32,)
         assert np.all(to_numpy(scores) <= 0)
 
@@ -137,3 +137,16 @@ def test_bad_arguments(kwargs, match):
     if "beam_size" not in kwargs and "length_penalty" not in kwargs:
         with pytest.raises(ValueError, match=match):
             greedy_search(model, [[3, 4]], **args)
+
+
+def test_search_picks_greedy_for_one_beam_and_beam_search_otherwise():
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=16, decoder_vocabulary_size=16)
+    src, _ = reverse_task(np.random.default_rng(5), 4)
+    for got, expected in [
+        (search(model, src, 6, START, END, beam_size=1, length_penalty=0.6),
+         greedy_search(model, src, 6, START, END)),
+        (search(model, src, 6, START, END, beam_size=3, length_penalty=0.6),
+         beam_search(model, src, 6, START, END, beam_size=3, length_penalty=0.6)),
+    ]:
+        np.testing.assert_array_equal(to_numpy(got[0]), to_numpy(expected[0]))
+        np.testing.assert_allclose(to_numpy(got[1]), to_numpy(expected[1]), rtol=1e-6)
