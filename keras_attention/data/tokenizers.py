@@ -18,6 +18,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
+from keras_attention._io import atomic_write_text
+
 logger = logging.getLogger("keras_attention")
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]")
@@ -129,7 +131,7 @@ class SubwordTokenizer(tf.Module):
         """Writes `<prefix>.vocab.txt` (one token per line) and `<prefix>.json`."""
         os.makedirs(directory, exist_ok=True)
         vocab_path, config_path = _paths(directory, prefix)
-        _atomic_write(vocab_path, "".join(token + "\n" for token in self.vocabulary))
+        atomic_write_text(vocab_path, "".join(token + "\n" for token in self.vocabulary))
         config = {
             "format_version": FORMAT_VERSION,
             "algorithm": "wordpiece",
@@ -139,7 +141,7 @@ class SubwordTokenizer(tf.Module):
             "suffix_indicator": SUFFIX_INDICATOR,
             "reserved_tokens": list(RESERVED_TOKENS),
         }
-        _atomic_write(config_path, json.dumps(config, indent=2) + "\n")
+        atomic_write_text(config_path, json.dumps(config, indent=2) + "\n")
         return vocab_path
 
     @classmethod
@@ -229,11 +231,3 @@ def _paths(directory, prefix):
         os.path.join(directory, f"{prefix}.vocab.txt"),
         os.path.join(directory, f"{prefix}.json"),
     )
-
-
-def _atomic_write(path, text):
-    """Write to a temporary file, then rename: readers never see half a file."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)

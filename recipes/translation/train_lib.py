@@ -22,6 +22,7 @@ import time
 
 import keras
 
+from keras_attention._io import atomic_write_text
 from keras_attention.data import (
     TextFilesCorpus,
     TfdsCorpus,
@@ -109,11 +110,7 @@ def build_optimizer(config, d_model, precision):
 
 
 def _write_json(path, value):
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
 def _tokenizers(config, corpus, workdir, chief):
@@ -149,10 +146,7 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
         os.makedirs(workdir, exist_ok=True)
         if not resumed:
             # Atomic: other workers may read it while the chief writes it.
-            tmp = os.path.join(workdir, "config.json.tmp")
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(config.to_json())
-            os.replace(tmp, os.path.join(workdir, "config.json"))
+            atomic_write_text(os.path.join(workdir, "config.json"), config.to_json())
 
     source_tokenizer, target_tokenizer = _tokenizers(config, corpus, workdir, chief)
     train_pairs = corpus.load("train")
