@@ -18,14 +18,13 @@ repeats, and the ratio cached / full.
 import argparse
 import json
 import os
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from _timing import median_seconds  # noqa: E402  (benchmarks/, the script's folder)
 from keras_attention.decoding import beam_search, greedy_search  # noqa: E402
 from keras_attention.models import Transformer  # noqa: E402
 
@@ -48,13 +47,8 @@ def compile_fn(fn):
 
 
 def time_calls(fn, repeats):
-    fn()  # warm-up: tracing and compilation are not timed
-    seconds = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        tokens = keras.ops.convert_to_numpy(fn()[0])  # waits for the result
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds), tokens
+    # Converting the tokens to NumPy waits for the result.
+    return median_seconds(lambda: keras.ops.convert_to_numpy(fn()[0]), repeats)
 
 
 def main(argv=None):

@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 import warnings
@@ -42,6 +41,7 @@ import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from _timing import median_seconds  # noqa: E402  (benchmarks/, the script's folder)
 from keras_attention.layers import MultiHeadAttention  # noqa: E402
 from keras_attention.models import Transformer  # noqa: E402
 
@@ -104,13 +104,8 @@ def matmul_peak(dtype, n=2048, repeats=10):
     def product(x):
         return tf.matmul(x, x)
 
-    product(a).numpy()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        product(a).numpy()
-        times.append(time.perf_counter() - start)
-    return 2 * n**3 / statistics.median(times)
+    seconds, _ = median_seconds(lambda: product(a).numpy(), repeats)
+    return 2 * n**3 / seconds
 
 
 def batch_data(batch, length, seed=0):
@@ -134,15 +129,8 @@ def time_training(name, policy, jit, batch, length, steps, warmup):
         jit_compile=jit,
     )
     inputs, labels = batch_data(batch, length)
-    for _ in range(warmup):
-        model.train_on_batch(inputs, labels)
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        loss = model.train_on_batch(inputs, labels)
-        times.append(time.perf_counter() - start)
+    seconds, loss = median_seconds(lambda: model.train_on_batch(inputs, labels), steps, warmup)
     keras.config.set_dtype_policy("float32")
-    seconds = statistics.median(times)
     return {
         "model": name, "policy": policy, "jit": jit, "step_seconds": seconds,
         "tokens_per_second": 2 * batch * length / seconds, "loss": float(np.asarray(loss)),
@@ -168,14 +156,9 @@ def time_attention(layer_name, policy, batch, length, repeats=20):
             y = tf.reduce_sum(tf.cast(layer(x, x, use_causal_mask=True), "float32"))
         return tape.gradient(y, [x, *layer.trainable_variables])
 
-    forward_backward(x)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        [g.numpy() for g in forward_backward(x)]
-        times.append(time.perf_counter() - start)
+    seconds, _ = median_seconds(lambda: [g.numpy() for g in forward_backward(x)], repeats)
     keras.config.set_dtype_policy("float32")
-    return statistics.median(times)
+    return seconds
 
 
 def main(argv=None):
