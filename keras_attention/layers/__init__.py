@@ -1,10 +1,12 @@
-"""Backend-agnostic attention layers (keras.ops only)."""
+"""Backend-agnostic attention layers: keras.ops only, except that `dropout`
+draws its random bits with the backend's own generator (see dropout.py)."""
 
 from keras_attention.layers.attention import (
     ScaledDotProductAttention,
     scaled_dot_product_attention,
 )
 from keras_attention.layers.decoder_block import DecoderBlock
+from keras_attention.layers.dropout import Dropout, dropout
 from keras_attention.layers.encoder_block import EncoderBlock
 from keras_attention.layers.masks import causal_mask, merge_masks, padding_mask
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
@@ -16,12 +18,14 @@ from keras_attention.layers.position import (
 
 __all__ = [
     "DecoderBlock",
+    "Dropout",
     "EncoderBlock",
     "MultiHeadAttention",
     "ScaledDotProductAttention",
     "SinusoidalPositionEncoding",
     "TokenAndPositionEmbedding",
     "causal_mask",
+    "dropout",
     "merge_masks",
     "padding_mask",
     "scaled_dot_product_attention",

@@ -11,6 +11,7 @@ from keras_attention.layers._validation import (
     check_positive_int,
     check_rate,
 )
+from keras_attention.layers.dropout import Dropout
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -99,7 +100,7 @@ class TransformerBlockBase(keras.layers.Layer):
         return norm
 
     def _dropout(self, name, seed_offset):
-        return keras.layers.Dropout(
+        return Dropout(
             self.dropout, seed=self._seed(seed_offset), dtype=self.dtype_policy, name=name
         )
 

@@ -10,7 +10,12 @@ import copy
 import keras
 from keras import ops
 
-from keras_attention.layers import DecoderBlock, EncoderBlock, TokenAndPositionEmbedding
+from keras_attention.layers import (
+    DecoderBlock,
+    Dropout,
+    EncoderBlock,
+    TokenAndPositionEmbedding,
+)
 from keras_attention.layers._validation import check_positive_int
 from keras_attention.layers.masks import padding_mask
 
@@ -154,8 +159,8 @@ class Transformer(keras.Model):
             if share_encoder_decoder_embeddings
             else embedding(decoder_vocabulary_size, "decoder_embedding")
         )
-        encoder_embedding_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="encoder_embedding_dropout")
-        decoder_embedding_dropout = keras.layers.Dropout(dropout, dtype=dtype, name="decoder_embedding_dropout")
+        encoder_embedding_dropout = Dropout(dropout, dtype=dtype, name="encoder_embedding_dropout")
+        decoder_embedding_dropout = Dropout(dropout, dtype=dtype, name="decoder_embedding_dropout")
         encoder_blocks = [
             EncoderBlock(**block_args, name=f"encoder_block_{i}") for i in range(num_encoder_layers)
         ]
