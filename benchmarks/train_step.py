@@ -10,7 +10,8 @@ on and off:
 
 - training-step throughput (padded source + target tokens per second) of
   the same Keras training step (`compile` + `train_on_batch`, Adam, masked
-  sparse cross-entropy), median of several steps after warm-up;
+  sparse cross-entropy), median of several steps after warm-up, the two
+  models' steps taken in turn (A, B, A, B, ...) so that drift hits both alike;
 - achieved FLOP/s (the model's matmul FLOPs x 3 for forward + backward) as a
   fraction of the matmul peak measured in the same run, per dtype;
 - the ratio of keras_attention's best setting to keras-hub's best setting;
@@ -41,7 +42,7 @@ import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from _timing import median_seconds  # noqa: E402  (benchmarks/, the script's folder)
+from _timing import interleaved_median_seconds, median_seconds  # noqa: E402  (benchmarks/, the script's folder)
 from keras_attention.layers import MultiHeadAttention  # noqa: E402
 from keras_attention.models import Transformer  # noqa: E402
 
@@ -119,46 +120,67 @@ def batch_data(batch, length, seed=0):
     return {"encoder_tokens": tokens[0], "decoder_tokens": tokens[1]}, tokens[2]
 
 
-def time_training(name, policy, jit, batch, length, steps, warmup):
+def time_training(names, policy, jit, batch, length, steps, warmup):
+    """Builds the models under `policy` and times their training steps
+    round-robin (one step of each in turn), so that machine drift hits all
+    of them alike. Returns one row per model."""
     keras.config.set_dtype_policy(policy)
-    keras.utils.set_random_seed(0)
-    model = MODELS[name](length)
-    model.compile(
-        optimizer=keras.optimizers.Adam(1e-4, beta_2=0.98, epsilon=1e-9),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-        jit_compile=jit,
-    )
-    inputs, labels = batch_data(batch, length)
-    seconds, loss = median_seconds(lambda: model.train_on_batch(inputs, labels), steps, warmup)
+    models = {}
+    for name in names:
+        keras.utils.set_random_seed(0)
+        model = MODELS[name](length)
+        model.compile(
+            optimizer=keras.optimizers.Adam(1e-4, beta_2=0.98, epsilon=1e-9),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+            jit_compile=jit,
+        )
+        models[name] = model
     keras.config.set_dtype_policy("float32")
-    return {
-        "model": name, "policy": policy, "jit": jit, "step_seconds": seconds,
-        "tokens_per_second": 2 * batch * length / seconds, "loss": float(np.asarray(loss)),
-        "parameters": model.count_params(),
-    }
+    inputs, labels = batch_data(batch, length)
+    timed = interleaved_median_seconds(
+        {name: (lambda m=model: np.asarray(m.train_on_batch(inputs, labels)))
+         for name, model in models.items()},
+        steps, warmup,
+    )
+    return [
+        {
+            "model": name, "policy": policy, "jit": jit, "step_seconds": seconds,
+            "tokens_per_second": 2 * batch * length / seconds, "loss": float(loss),
+            "parameters": models[name].count_params(),
+        }
+        for name, (seconds, loss) in timed.items()
+    ]
 
 
-def time_attention(layer_name, policy, batch, length, repeats=20):
+def time_attention(policy, batch, length, repeats=20):
+    """`MultiHeadAttention` forward + backward, keras_attention's and Keras',
+    timed round-robin. Returns `{name: seconds}`."""
     keras.config.set_dtype_policy(policy)
     keras.utils.set_random_seed(0)
     d, heads = SIZE["d_model"], SIZE["heads"]
-    if layer_name == "keras_attention":
-        layer = MultiHeadAttention(heads, d // heads)
-    else:
-        layer = keras.layers.MultiHeadAttention(heads, d // heads)
-    x = tf.random.normal((batch, length, d))
-    layer(x, x)
-
-    @tf.function
-    def forward_backward(x):
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            y = tf.reduce_sum(tf.cast(layer(x, x, use_causal_mask=True), "float32"))
-        return tape.gradient(y, [x, *layer.trainable_variables])
-
-    seconds, _ = median_seconds(lambda: [g.numpy() for g in forward_backward(x)], repeats)
+    layers = {
+        "keras_attention": MultiHeadAttention(heads, d // heads),
+        "keras": keras.layers.MultiHeadAttention(heads, d // heads),
+    }
     keras.config.set_dtype_policy("float32")
-    return seconds
+    x = tf.random.normal((batch, length, d))
+
+    def forward_backward(layer):
+        layer(x, x)
+
+        @tf.function
+        def run(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                y = tf.reduce_sum(tf.cast(layer(x, x, use_causal_mask=True), "float32"))
+            return tape.gradient(y, [x, *layer.trainable_variables])
+
+        return lambda: [g.numpy() for g in run(x)]
+
+    timed = interleaved_median_seconds(
+        {name: forward_backward(layer) for name, layer in layers.items()}, repeats
+    )
+    return {name: seconds for name, (seconds, _) in timed.items()}
 
 
 def main(argv=None):
@@ -179,18 +201,16 @@ def main(argv=None):
     rows = []
     for policy in args.policies:
         for jit in args.jit:
-            for name in args.models:
-                row = time_training(name, policy, jit == "on", args.batch_size, args.length,
-                                    args.steps, args.warmup)
+            for row in time_training(args.models, policy, jit == "on", args.batch_size,
+                                     args.length, args.steps, args.warmup):
                 row["flops_per_second"] = flops / row["step_seconds"]
                 row["fraction_of_matmul_peak"] = row["flops_per_second"] / peaks[policy]
                 rows.append(row)
-                print(f"{name:16} {policy:15} jit={jit:3}  {row['tokens_per_second']:9.0f} tokens/s"
+                print(f"{row['model']:16} {policy:15} jit={jit:3}  "
+                      f"{row['tokens_per_second']:9.0f} tokens/s"
                       f"  {row['fraction_of_matmul_peak']:6.1%} of peak", flush=True)
     attention = {
-        policy: {name: time_attention(name, policy, args.batch_size, args.length)
-                 for name in ("keras_attention", "keras")}
-        for policy in args.policies
+        policy: time_attention(policy, args.batch_size, args.length) for policy in args.policies
     }
     best = {name: max((r for r in rows if r["model"] == name), key=lambda r: r["tokens_per_second"])
             for name in args.models}
