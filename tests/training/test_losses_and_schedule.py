@@ -34,6 +34,28 @@ def test_masked_cross_entropy_matches_numpy(eps):
     np.testing.assert_allclose(float(loss), expected.sum() / expected_mask.sum(), rtol=1e-5)
 
 
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_masked_cross_entropy_gradient_matches_numpy(eps):
+    import tensorflow as tf
+
+    rng = np.random.default_rng(1)
+    logits = rng.normal(size=(2, 4, 9)).astype(np.float32) * 3
+    labels = rng.integers(1, 9, size=(2, 4))
+    labels[1, 2:] = 0
+    z = tf.constant(logits)
+    with tf.GradientTape() as tape:
+        tape.watch(z)
+        losses, _ = masked_cross_entropy(labels, z, eps)
+        total = tf.reduce_sum(losses)
+    grad = tape.gradient(total, z).numpy()
+    # d/dz of -sum_v q_v log softmax(z)_v is softmax(z) - q, zero at padding.
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    q = np.eye(9)[labels] * (1 - eps) + eps / 9
+    expected = (p - q) * (labels != 0)[..., None]
+    np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
+
+
 def test_masked_accuracy():
     logits = np.zeros((1, 4, 5), np.float32)
     logits[0, np.arange(4), [1, 2, 3, 4]] = 1.0
