@@ -31,9 +31,9 @@ def masked_cross_entropy(labels, logits, label_smoothing=0.0):
     # take_along_axis + mean, whose gradients scatter into [B, T, V].
     if label_smoothing:
         # -sum_v q_v log p_v with q = (1 - ε)·onehot(y) + ε/V is the formula above.
-        vocabulary = logits.shape[-1] or ops.shape(logits)[-1]
+        vocabulary = logits.shape[-1] if logits.shape[-1] is not None else ops.shape(logits)[-1]
         target = ops.one_hot(labels, vocabulary) * (1.0 - label_smoothing) + (
-            label_smoothing / vocabulary
+            label_smoothing / ops.cast(vocabulary, "float32")
         )  # [B, T, V]
         nll = ops.categorical_crossentropy(target, logits, from_logits=True)  # [B, T]
     else:
