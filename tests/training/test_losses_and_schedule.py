@@ -56,6 +56,21 @@ def test_masked_cross_entropy_gradient_matches_numpy(eps):
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
 
 
+def test_masked_cross_entropy_with_a_vocabulary_known_only_at_run_time():
+    import tensorflow as tf
+
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(2, 3, 7)).astype(np.float32)
+    labels = np.array([[1, 2, 0], [3, 4, 5]], np.int32)
+    traced = tf.function(
+        lambda y, z: masked_cross_entropy(y, z, 0.1)[0],
+        input_signature=[tf.TensorSpec([None, None], tf.int32),
+                         tf.TensorSpec([None, None, None], tf.float32)],
+    )
+    expected, _ = reference_loss(labels, logits, 0.1)
+    np.testing.assert_allclose(traced(labels, logits).numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
 def test_masked_accuracy():
     logits = np.zeros((1, 4, 5), np.float32)
     logits[0, np.arange(4), [1, 2, 3, 4]] = 1.0
