@@ -28,10 +28,9 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-from train_step import MODELS, POLICIES, batch_data  # noqa: E402  (benchmarks/)
+from train_step import MODELS, POLICIES, batch_data, compiled_model  # noqa: E402  (benchmarks/)
 
 MATMUL_OPS = ("MatMul", "BatchMatMul")
 RANDOM_OPS = ("StatelessRandom",)
@@ -70,14 +69,7 @@ def op_stats(logdir):
 
 
 def profile(name, policy, batch, length, steps, warmup):
-    keras.config.set_dtype_policy(policy)
-    keras.utils.set_random_seed(0)
-    model = MODELS[name](length)
-    model.compile(
-        optimizer=keras.optimizers.Adam(1e-4, beta_2=0.98, epsilon=1e-9),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-    )
-    keras.config.set_dtype_policy("float32")
+    model = compiled_model(name, policy, length)
     inputs, labels = batch_data(batch, length)
     for _ in range(warmup):
         model.train_on_batch(inputs, labels)

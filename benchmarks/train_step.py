@@ -120,13 +120,11 @@ def batch_data(batch, length, seed=0):
     return {"encoder_tokens": tokens[0], "decoder_tokens": tokens[1]}, tokens[2]
 
 
-def time_training(names, policy, jit, batch, length, steps, warmup):
-    """Builds the models under `policy` and times their training steps
-    round-robin (one step of each in turn), so that machine drift hits all
-    of them alike. Returns one row per model."""
+def compiled_model(name, policy, length, jit=False):
+    """The model `name` built under `policy` (seed 0) and compiled for the
+    benchmark's training step (Adam, masked sparse cross-entropy)."""
     keras.config.set_dtype_policy(policy)
-    models = {}
-    for name in names:
+    try:
         keras.utils.set_random_seed(0)
         model = MODELS[name](length)
         model.compile(
@@ -134,8 +132,16 @@ def time_training(names, policy, jit, batch, length, steps, warmup):
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
             jit_compile=jit,
         )
-        models[name] = model
-    keras.config.set_dtype_policy("float32")
+    finally:
+        keras.config.set_dtype_policy("float32")
+    return model
+
+
+def time_training(names, policy, jit, batch, length, steps, warmup):
+    """Builds the models under `policy` and times their training steps
+    round-robin (one step of each in turn), so that machine drift hits all
+    of them alike. Returns one row per model."""
+    models = {name: compiled_model(name, policy, length, jit) for name in names}
     inputs, labels = batch_data(batch, length)
     timed = interleaved_median_seconds(
         {name: (lambda m=model: np.asarray(m.train_on_batch(inputs, labels)))
