@@ -6,7 +6,8 @@
 - `TfdsCorpus`, `bundled_corpus`, `TextFilesCorpus`: where sentence pairs
   come from.
 - `SubwordTokenizer`, `train_tokenizers`, `save_tokenizers`,
-  `load_tokenizers`: WordPiece through TensorFlow Text.
+  `load_tokenizers`: WordPiece or SentencePiece, learned by native trainers,
+  applied by TensorFlow Text ops.
 - `make_batches`, `length_statistics`: the token-bucketed `tf.data` pipeline.
 
 Only `bundled` is imported eagerly (it needs TFDS, not TensorFlow); the rest
@@ -26,6 +27,10 @@ _LAZY = {
     "bundled_corpus": "sources",
     "SPLITS": "sources",
     "SubwordTokenizer": "tokenizers",
+    "SentencePieceTokenizer": "tokenizers",
+    "TOKENIZER_ALGORITHMS": "tokenizers",
+    "train_tokenizer": "tokenizers",
+    "load_tokenizer": "tokenizers",
     "train_tokenizers": "tokenizers",
     "save_tokenizers": "tokenizers",
     "load_tokenizers": "tokenizers",

@@ -10,7 +10,7 @@ import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from keras_attention.data.bundled import KerasAttentionEnEs
-from keras_attention.data.text_files import read_text
+from keras_attention.data.text_files import grouped_split, read_text
 
 SPLITS = ("train", "validation", "test")
 
@@ -99,19 +99,37 @@ class TextFilesCorpus:
 
     Args:
         files: dict from split name to `(source_path, target_path)` (two
-            aligned files) or a `.tsv` path. "train" is required.
+            aligned files) or a TSV path. "train" is required.
         source_language, target_language: names used in logs and reports.
+        tsv_columns: the source and target columns of TSV files, counted from 0.
+        holdout: `(validation, test)` sizes (fractions, or numbers of pairs) to
+            split off the training file when it has no validation/test
+            files, grouped by source sentence (see `grouped_split`); `None`
+            to use the files as given.
+        split_seed: the seed of that split.
 
     The files are read and checked when the corpus is created, so that a
     bad file stops a run before it writes anything.
+
+    Example:
+
+    >>> corpus = TextFilesCorpus({"train": "spa.txt"}, "en", "es", holdout=(2000, 2000))
+    >>> corpus.splits, len(corpus.texts["test"])    # ("train", "validation", "test"), ~2000
     """
 
-    def __init__(self, files, source_language="source", target_language="target"):
+    def __init__(self, files, source_language="source", target_language="target",
+                 tsv_columns=(0, 1), holdout=None, split_seed=0):
         if "train" not in files:
             raise ValueError(f"Own text files need a 'train' entry; received splits {list(files)}.")
         for split in files:
             _check_split(split, SPLITS)
-        self.texts = {split: read_text(paths) for split, paths in files.items()}
+        self.texts = {split: read_text(paths, tsv_columns) for split, paths in files.items()}
+        if holdout is not None:
+            given = sorted(set(files) - {"train"})
+            if given:
+                raise ValueError(f"A holdout split of the training file replaces the "
+                                 f"validation and test files; received files for {given} too.")
+            self.texts = grouped_split(self.texts["train"], *holdout, seed=split_seed)
         self.name = "text_files"
         self.source_language = source_language
         self.target_language = target_language

@@ -1,11 +1,22 @@
-"""Subword (WordPiece) tokenizers built from TensorFlow Text.
+"""Subword tokenizers that run in TensorFlow Text ops, learned by fast native trainers.
 
-The vocabulary is learned with TensorFlow Text's WordPiece learner
-(`bert_vocab_from_dataset`, the algorithm of the TensorFlow translation
-tutorial) and applied with `tf_text.FastWordpieceTokenizer` in its end-to-end
-mode (whitespace and punctuation splitting, then WordPiece). Every op the
-tokenizer runs is a core TensorFlow or TensorFlow Text op, so it works inside
-`tf.data` and inside a SavedModel graph that TensorFlow Serving can load.
+Two algorithms, one interface (`tokenize`, `detokenize`, `id_to_token`,
+`save`/`load`, `train`):
+
+- `SubwordTokenizer` (WordPiece): the vocabulary is learned by Hugging Face
+  `tokenizers`' WordPiece trainer (Rust; seconds for 100k sentence pairs,
+  where TensorFlow Text's pure-Python `bert_vocab_from_dataset` takes tens of
+  minutes), and applied with `tf_text.FastWordpieceTokenizer` in its
+  end-to-end mode (whitespace and punctuation splitting, then WordPiece).
+  Detokenization joins words with spaces and re-attaches punctuation with
+  regex rules, which is lossy for some text ("2:30" comes back as "2: 30").
+- `SentencePieceTokenizer` (unigram or BPE): learned by the `sentencepiece`
+  trainer (C++) and applied with `tf_text.SentencepieceTokenizer`. It keeps
+  whitespace as a symbol, so detokenization gives back the text exactly.
+
+Every op either tokenizer runs is a core TensorFlow or TensorFlow Text op, so
+it works inside `tf.data` and inside a SavedModel graph that TensorFlow
+Serving can load.
 
 Reserved ids: `[PAD]`=0, `[UNK]`=1, `[START]`=2, `[END]`=3.
 """
@@ -13,10 +24,13 @@ Reserved ids: `[PAD]`=0, `[UNK]`=1, `[START]`=2, `[END]`=3.
 import json
 import logging
 import os
+import shutil
+import tempfile
+import time
+import uuid
 
 import tensorflow as tf
 import tensorflow_text as tf_text
-from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
 
 from keras_attention._io import atomic_write_text
 
@@ -26,6 +40,7 @@ RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]")
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
 SUFFIX_INDICATOR = "##"
 FORMAT_VERSION = 1
+ALGORITHMS = TOKENIZER_ALGORITHMS = ("wordpiece", "sentencepiece", "sentencepiece_bpe")
 
 # Detokenization joins words with spaces; these rules re-attach punctuation
 # (RE2 syntax, run in the graph by `tf.strings.regex_replace`).
@@ -147,22 +162,18 @@ class SubwordTokenizer(tf.Module):
     @classmethod
     def load(cls, directory, prefix):
         """Reads a tokenizer written by `save`."""
-        vocab_path, config_path = _paths(directory, prefix)
-        for path in (vocab_path, config_path):
-            if not os.path.isfile(path):
-                raise FileNotFoundError(f"Tokenizer file {path!r} does not exist.")
-        with open(config_path, encoding="utf-8") as f:
-            config = json.load(f)
-        if config.get("format_version") != FORMAT_VERSION:
-            raise ValueError(
-                f"{config_path}: unsupported tokenizer format_version "
-                f"{config.get('format_version')!r}; expected {FORMAT_VERSION}."
-            )
+        return cls.from_config(directory, prefix, _read_config(directory, prefix))
+
+    @classmethod
+    def from_config(cls, directory, prefix, config):
+        vocab_path = os.path.join(directory, config["vocabulary_file"])
+        if not os.path.isfile(vocab_path):
+            raise FileNotFoundError(f"Tokenizer file {vocab_path!r} does not exist.")
         with open(vocab_path, encoding="utf-8") as f:
             vocabulary = f.read().split("\n")[:-1]
         if len(vocabulary) != config["vocabulary_size"]:
             raise ValueError(
-                f"{vocab_path} has {len(vocabulary)} tokens but {config_path} says "
+                f"{vocab_path} has {len(vocabulary)} tokens but {prefix}.json says "
                 f"{config['vocabulary_size']}."
             )
         return cls(vocabulary, lowercase=config["lowercase"], name=prefix)
@@ -172,46 +183,276 @@ class SubwordTokenizer(tf.Module):
     @classmethod
     def train(cls, texts, vocabulary_size, lowercase=False, batch_size=1024, name=None):
         """Learns a WordPiece vocabulary from `texts`, a `tf.data.Dataset` of
-        scalar strings, with TensorFlow Text's learner.
+        scalar strings, with Hugging Face `tokenizers`' WordPiece trainer.
 
+        The text is normalized exactly as `tokenize` normalizes it, and split
+        into words by BERT's whitespace-and-punctuation rule, the rule
+        `FastWordpieceTokenizer` applies in its end-to-end mode.
         `vocabulary_size` is an upper bound: the learner stops earlier when the
         corpus has fewer useful pieces.
         """
-        if isinstance(vocabulary_size, bool) or not isinstance(vocabulary_size, int):
-            raise ValueError(f"`vocabulary_size` must be an int; received {vocabulary_size!r}.")
-        if vocabulary_size <= len(RESERVED_TOKENS):
-            raise ValueError(
-                f"`vocabulary_size` must exceed the {len(RESERVED_TOKENS)} reserved tokens; "
-                f"received vocabulary_size={vocabulary_size}."
-            )
-        texts = texts.map(lambda t: _normalize(t, lowercase), num_parallel_calls=tf.data.AUTOTUNE)
-        vocabulary = bert_vocab_from_dataset.bert_vocab_from_dataset(
-            texts.batch(batch_size).prefetch(tf.data.AUTOTUNE),
+        from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+        _check_vocabulary_size(vocabulary_size)
+        start = time.perf_counter()
+        learner = Tokenizer(models.WordPiece(unk_token=RESERVED_TOKENS[UNK_ID],
+                                             continuing_subword_prefix=SUFFIX_INDICATOR))
+        learner.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        trainer = trainers.WordPieceTrainer(
             vocab_size=vocabulary_size,
-            reserved_tokens=list(RESERVED_TOKENS),
-            bert_tokenizer_params={"lower_case": False},  # case folding is ours, above
-            learn_params={},
+            special_tokens=list(RESERVED_TOKENS),
+            continuing_subword_prefix=SUFFIX_INDICATOR,
+            show_progress=False,
         )
+        learner.train_from_iterator(_python_texts(texts, lowercase, batch_size), trainer)
+        by_id = sorted(learner.get_vocab().items(), key=lambda item: item[1])
+        vocabulary = [token for token, _ in by_id]
         if len(vocabulary) <= len(RESERVED_TOKENS):
             raise ValueError("Cannot learn a vocabulary: the training texts are empty.")
-        logger.info("Learned a WordPiece vocabulary of %d tokens.", len(vocabulary))
+        logger.info("Learned a WordPiece vocabulary of %d tokens in %.1f s.", len(vocabulary),
+                    time.perf_counter() - start)
         return cls(vocabulary, lowercase=lowercase, name=name)
 
 
-def train_tokenizers(pairs, vocabulary_size, shared=False, lowercase=False):
+def _check_vocabulary_size(vocabulary_size):
+    if isinstance(vocabulary_size, bool) or not isinstance(vocabulary_size, int):
+        raise ValueError(f"`vocabulary_size` must be an int; received {vocabulary_size!r}.")
+    if vocabulary_size <= len(RESERVED_TOKENS):
+        raise ValueError(
+            f"`vocabulary_size` must exceed the {len(RESERVED_TOKENS)} reserved tokens; "
+            f"received vocabulary_size={vocabulary_size}."
+        )
+
+
+def _python_texts(texts, lowercase, batch_size):
+    """Python strings from a dataset of scalar strings, normalized in the graph
+    exactly as the tokenizers normalize them before tokenizing."""
+    texts = texts.map(lambda t: _normalize(t, lowercase), num_parallel_calls=tf.data.AUTOTUNE)
+    for batch in texts.batch(batch_size).prefetch(tf.data.AUTOTUNE).as_numpy_iterator():
+        for text in batch:
+            yield text.decode("utf-8")
+
+
+def _shared_sentencepiece_resource_class():
+    from tensorflow_text.python.ops import sentencepiece_tokenizer
+
+    class SharedResource(sentencepiece_tokenizer._SentencepieceModelResource):
+        def __init__(self, model, shared_name):
+            self._shared_name = shared_name
+            super().__init__(model, None)
+
+        def _create_resource(self):
+            with tf.name_scope("SentencepieceInitializer"):
+                return sentencepiece_tokenizer.gen_sentencepiece_tokenizer.sentencepiece_op(
+                    model=self._model, shared_name=self._shared_name
+                )
+
+    return SharedResource
+
+
+def _SharedSentencepieceResource(model, shared_name):  # noqa: N802  (a class factory)
+    return _shared_sentencepiece_resource_class()(model, shared_name)
+
+
+class SentencePieceTokenizer(tf.Module):
+    """A SentencePiece tokenizer (unigram or BPE): strings to int32 ids and back,
+    in TensorFlow Text ops.
+
+    Whitespace is a symbol of the vocabulary ("▁"), so `detokenize` gives back
+    the (normalized) text exactly: no space appears before punctuation or
+    inside a word.
+
+    Args:
+        model_proto: the serialized SentencePiece `ModelProto` (bytes), whose
+            pieces 0-3 are `RESERVED_TOKENS`.
+        lowercase: bool. Case-fold the text before tokenizing.
+        name: optional module name.
+
+    Example:
+
+    >>> tokenizer = SentencePieceTokenizer.train(texts_dataset, vocabulary_size=2000)
+    >>> ids = tokenizer.tokenize(tf.constant(["The red book."]))  # RaggedTensor
+    >>> tokenizer.detokenize(ids)                                  # [b"The red book."]
+    """
+
+    def __init__(self, model_proto, lowercase=False, name=None):
+        super().__init__(name=name)
+        import sentencepiece
+
+        processor = sentencepiece.SentencePieceProcessor()
+        processor.LoadFromSerializedProto(bytes(model_proto))
+        vocabulary = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+        if tuple(vocabulary[: len(RESERVED_TOKENS)]) != RESERVED_TOKENS:
+            raise ValueError(
+                f"The SentencePiece model's first pieces must be the reserved tokens "
+                f"{list(RESERVED_TOKENS)}; received {vocabulary[: len(RESERVED_TOKENS)]}."
+            )
+        self.model_proto = bytes(model_proto)
+        self.vocabulary = vocabulary
+        self.lowercase = bool(lowercase)
+        self._tokens = tf.constant(vocabulary)
+        self._sentencepiece = tf_text.SentencepieceTokenizer(
+            model=self.model_proto, out_type=tf.int32, add_bos=False, add_eos=False
+        )
+        # TensorFlow Text's model resource is owned by the kernel that made it,
+        # and eager kernels are dropped whenever the eager caches are cleared
+        # (`tf.random.set_seed`, `keras.utils.set_random_seed`): the tokenizer
+        # would then fail with "Resource ... does not exist" (the TODO
+        # b/318839908 in TF Text). A resource with its own shared name lives in
+        # the resource manager instead, and is re-created the same way when a
+        # SavedModel is loaded.
+        self._sentencepiece._model_resource = _SharedSentencepieceResource(
+            self.model_proto, f"sentencepiece_{uuid.uuid4().hex}"
+        )
+
+    @property
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def tokenize(self, texts):
+        """`texts` (string tensor of any rank) -> int32 RaggedTensor of ids,
+        one more (ragged) dimension than `texts`."""
+        texts = tf.convert_to_tensor(texts, dtype=tf.string)
+        return self._sentencepiece.tokenize(_normalize(texts, self.lowercase))
+
+    def detokenize(self, ids):
+        """int ids `[..., L]` (dense or ragged) -> strings `[...]`; `[PAD]`,
+        `[START]` and `[END]` are dropped, `[UNK]` stays visible."""
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
+        ids = tf.cast(ids, tf.int32)
+        keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID)
+        return self._sentencepiece.detokenize(tf.ragged.boolean_mask(ids, keep))
+
+    def id_to_token(self, ids):
+        """int ids (any shape, dense or ragged) -> the piece strings ("▁" marks a
+        word start)."""
+        if isinstance(ids, tf.RaggedTensor):
+            return tf.ragged.map_flat_values(self.id_to_token, ids)
+        return tf.gather(self._tokens, tf.cast(ids, tf.int32))
+
+    def token_to_id(self, token):
+        """A piece string -> its id (Python); `[UNK]`'s id for unknown pieces."""
+        try:
+            return self.vocabulary.index(token)
+        except ValueError:
+            return UNK_ID
+
+    def save(self, directory, prefix):
+        """Writes `<prefix>.model` (the SentencePiece model), `<prefix>.vocab.txt`
+        (its pieces, for people) and `<prefix>.json`."""
+        os.makedirs(directory, exist_ok=True)
+        vocab_path, config_path = _paths(directory, prefix)
+        model_path = os.path.join(directory, f"{prefix}.model")
+        tmp = model_path + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(self.model_proto)
+        os.replace(tmp, model_path)
+        atomic_write_text(vocab_path, "".join(token + "\n" for token in self.vocabulary))
+        config = {
+            "format_version": FORMAT_VERSION,
+            "algorithm": "sentencepiece",
+            "model_file": os.path.basename(model_path),
+            "vocabulary_file": os.path.basename(vocab_path),
+            "vocabulary_size": self.vocabulary_size,
+            "lowercase": self.lowercase,
+            "reserved_tokens": list(RESERVED_TOKENS),
+        }
+        atomic_write_text(config_path, json.dumps(config, indent=2) + "\n")
+        return model_path
+
+    @classmethod
+    def from_config(cls, directory, prefix, config):
+        model_path = os.path.join(directory, config["model_file"])
+        if not os.path.isfile(model_path):
+            raise FileNotFoundError(f"Tokenizer file {model_path!r} does not exist.")
+        with open(model_path, "rb") as f:
+            proto = f.read()
+        try:
+            tokenizer = cls(proto, lowercase=config["lowercase"], name=prefix)
+        except (RuntimeError, OSError) as e:  # sentencepiece: "Internal: ... ParseFromArray"
+            raise ValueError(f"{model_path} is not a SentencePiece model: {e}") from None
+        if tokenizer.vocabulary_size != config["vocabulary_size"]:
+            raise ValueError(
+                f"{model_path} has {tokenizer.vocabulary_size} pieces but the config says "
+                f"{config['vocabulary_size']}."
+            )
+        return tokenizer
+
+    @classmethod
+    def train(cls, texts, vocabulary_size, lowercase=False, model_type="unigram",
+              batch_size=1024, name=None):
+        """Learns a SentencePiece model (`model_type` "unigram" or "bpe") from
+        `texts`, a `tf.data.Dataset` of scalar strings, with the `sentencepiece`
+        trainer. `vocabulary_size` is an upper bound (a small corpus gets fewer
+        pieces instead of an error)."""
+        import io
+
+        import sentencepiece
+
+        _check_vocabulary_size(vocabulary_size)
+        if model_type not in ("unigram", "bpe"):
+            raise ValueError(f"`model_type` must be 'unigram' or 'bpe'; received {model_type!r}.")
+        start = time.perf_counter()
+        sentences = [t for t in _python_texts(texts, lowercase, batch_size) if t.strip()]
+        if not sentences:
+            raise ValueError("Cannot learn a vocabulary: the training texts are empty.")
+        model = io.BytesIO()
+        # The text is NFC-normalized already (by `_normalize`, in the graph); the
+        # one rule here maps a no-break space to a space. (A rule is needed: a
+        # model with no normalization rules logs a line each time it is loaded.)
+        rules = os.path.join(tempfile.mkdtemp(), "rules.tsv")
+        with open(rules, "w", encoding="utf-8") as f:
+            f.write("A0\t20\n")
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences),
+            model_writer=model,
+            model_type=model_type,
+            vocab_size=vocabulary_size,
+            hard_vocab_limit=False,
+            character_coverage=1.0,
+            normalization_rule_tsv=rules,
+            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=START_ID, eos_id=END_ID,
+            pad_piece=RESERVED_TOKENS[PAD_ID], unk_piece=RESERVED_TOKENS[UNK_ID],
+            bos_piece=RESERVED_TOKENS[START_ID], eos_piece=RESERVED_TOKENS[END_ID],
+            unk_surface=RESERVED_TOKENS[UNK_ID],
+            num_threads=max(1, min(os.cpu_count() or 1, 16)),
+            minloglevel=2,
+        )
+        shutil.rmtree(os.path.dirname(rules), ignore_errors=True)
+        tokenizer = cls(model.getvalue(), lowercase=lowercase, name=name)
+        logger.info("Learned a SentencePiece %s model of %d pieces in %.1f s.", model_type,
+                    tokenizer.vocabulary_size, time.perf_counter() - start)
+        return tokenizer
+
+
+def train_tokenizer(texts, vocabulary_size, algorithm="wordpiece", lowercase=False, name=None):
+    """One tokenizer of `algorithm` (see `ALGORITHMS`) learned from a dataset of strings."""
+    if algorithm == "wordpiece":
+        return SubwordTokenizer.train(texts, vocabulary_size, lowercase, name=name)
+    if algorithm in ("sentencepiece", "sentencepiece_bpe"):
+        model_type = "bpe" if algorithm == "sentencepiece_bpe" else "unigram"
+        return SentencePieceTokenizer.train(texts, vocabulary_size, lowercase, model_type,
+                                            name=name)
+    raise ValueError(f"Unknown tokenizer algorithm {algorithm!r}; expected one of "
+                     f"{list(ALGORITHMS)}.")
+
+
+def train_tokenizers(pairs, vocabulary_size, shared=False, lowercase=False,
+                     algorithm="wordpiece"):
     """Source and target tokenizers from a dataset of `(source, target)` string
     pairs. With `shared=True` both are the same tokenizer, learned from both
-    sides (for shared embeddings)."""
+    sides (for shared embeddings). `algorithm`: "wordpiece" (default),
+    "sentencepiece" (unigram) or "sentencepiece_bpe"."""
     sources = pairs.map(lambda s, t: s)
     targets = pairs.map(lambda s, t: t)
     if shared:
-        tokenizer = SubwordTokenizer.train(
-            sources.concatenate(targets), vocabulary_size, lowercase, name="shared"
-        )
+        tokenizer = train_tokenizer(sources.concatenate(targets), vocabulary_size, algorithm,
+                                    lowercase, name="shared")
         return tokenizer, tokenizer
     return (
-        SubwordTokenizer.train(sources, vocabulary_size, lowercase, name="source"),
-        SubwordTokenizer.train(targets, vocabulary_size, lowercase, name="target"),
+        train_tokenizer(sources, vocabulary_size, algorithm, lowercase, name="source"),
+        train_tokenizer(targets, vocabulary_size, algorithm, lowercase, name="target"),
     )
 
 
@@ -221,9 +462,34 @@ def save_tokenizers(directory, source_tokenizer, target_tokenizer):
     target_tokenizer.save(directory, "target")
 
 
+def load_tokenizer(directory, prefix):
+    """Reads one tokenizer written by its `save` (either algorithm)."""
+    config = _read_config(directory, prefix)
+    cls = SentencePieceTokenizer if config["algorithm"] == "sentencepiece" else SubwordTokenizer
+    return cls.from_config(directory, prefix, config)
+
+
 def load_tokenizers(directory):
     """Reads the pair written by `save_tokenizers`."""
-    return SubwordTokenizer.load(directory, "source"), SubwordTokenizer.load(directory, "target")
+    return load_tokenizer(directory, "source"), load_tokenizer(directory, "target")
+
+
+def _read_config(directory, prefix):
+    """`<prefix>.json`, checked: it exists, has a known format and algorithm."""
+    config_path = os.path.join(directory, f"{prefix}.json")
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"Tokenizer file {config_path!r} does not exist.")
+    with open(config_path, encoding="utf-8") as f:
+        config = json.load(f)
+    if config.get("format_version") != FORMAT_VERSION:
+        raise ValueError(
+            f"{config_path}: unsupported tokenizer format_version "
+            f"{config.get('format_version')!r}; expected {FORMAT_VERSION}."
+        )
+    if config.get("algorithm") not in ("wordpiece", "sentencepiece"):
+        raise ValueError(f"{config_path}: unknown tokenizer algorithm "
+                         f"{config.get('algorithm')!r}; expected 'wordpiece' or 'sentencepiece'.")
+    return config
 
 
 def _paths(directory, prefix):

@@ -1,4 +1,4 @@
-"""Translate with the cached beam search, score with sacreBLEU.
+"""Translate with the cached beam search, score with sacreBLEU (BLEU and chrF).
 
 BLEU is computed by sacreBLEU on detokenized text (its default 13a
 tokenization), and reported with sacreBLEU's signature so that the number
@@ -32,6 +32,18 @@ def corpus_bleu(hypotheses, references):
             f"{len(hypotheses)} hypotheses but {len(references)} references; expected as many."
         )
     metric = sacrebleu.metrics.BLEU()
+    result = metric.corpus_score(list(hypotheses), [list(references)])
+    return BleuResult(result.score, str(metric.get_signature()), str(result))
+
+
+def corpus_chrf(hypotheses, references):
+    """sacreBLEU corpus chrF (character n-gram F-score, chrF2) with its
+    signature; less sensitive than BLEU to single-word differences."""
+    if len(hypotheses) != len(references):
+        raise ValueError(
+            f"{len(hypotheses)} hypotheses but {len(references)} references; expected as many."
+        )
+    metric = sacrebleu.metrics.CHRF()
     result = metric.corpus_score(list(hypotheses), [list(references)])
     return BleuResult(result.score, str(metric.get_signature()), str(result))
 

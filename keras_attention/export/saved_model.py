@@ -6,7 +6,7 @@ detokenizer all run inside its graph.
                                        text [batch] tf.string
                                        -> translation [batch] tf.string, score [batch] float32
         assets.extra/model.keras     the Keras model, for Keras users
-        assets.extra/vocab/          the WordPiece vocabularies (*.vocab.txt, *.json)
+        assets.extra/vocab/          the tokenizers (*.vocab.txt, *.json; *.model for SentencePiece)
         assets.extra/export.json     beam size, length penalty, maximum lengths
 
 The graph uses only core TensorFlow and TensorFlow Text ops (TensorFlow
@@ -75,7 +75,8 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
 
     Args:
         model: a trained `keras_attention.models.Transformer`.
-        source_tokenizer, target_tokenizer: its `SubwordTokenizer`s.
+        source_tokenizer, target_tokenizer: its tokenizers (`SubwordTokenizer` or
+            `SentencePieceTokenizer`).
         export_dir: TF Serving's model base path.
         version: the numbered folder (default: the next free number).
         beam_size: beams of the search (1: greedy), fixed in the graph.
@@ -103,6 +104,9 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
 
     archive = keras.export.ExportArchive()
     archive.track(model)
+    # The tokenizers' resources (a SentencePiece model) must be saved with the graph.
+    for tokenizer in {id(t): t for t in (source_tokenizer, target_tokenizer)}.values():
+        archive.track(tokenizer)
     archive.add_endpoint(
         "serving_default",
         _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,

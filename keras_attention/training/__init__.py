@@ -1,6 +1,7 @@
 """Training (TensorFlow side): the loss, the schedule, strategies and precision,
 and one resumable training loop for every `tf.distribute` strategy."""
 
+from keras_attention.training.callbacks import BestCheckpoints, TimeBudget
 from keras_attention.training.losses import (
     MaskedAccuracy,
     MaskedCrossEntropy,
@@ -24,6 +25,8 @@ from keras_attention.training.trainer import (
 )
 
 __all__ = [
+    "BestCheckpoints",
+    "TimeBudget",
     "PRECISIONS",
     "STRATEGIES",
     "MaskedAccuracy",

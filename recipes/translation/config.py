@@ -16,6 +16,7 @@ import typing
 MODEL_PRESETS = ("tiny", "tutorial", "base", "big")
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 STRATEGIES = ("auto", "default", "mirrored", "multi_worker", "tpu")
+TOKENIZERS = ("wordpiece", "sentencepiece", "sentencepiece_bpe")
 
 
 def _field(default, help, **kwargs):
@@ -41,7 +42,17 @@ class TranslationConfig:
     )
     test_files: typing.Optional[tuple] = _field(None, "own test text: SRC TGT or a TSV file",
                                                 nargs="+")
-    vocabulary_size: int = _field(4000, "WordPiece vocabulary size (an upper bound)")
+    tsv_columns: tuple = _field((0, 1), "source and target columns of TSV files, from 0 "
+                                "(other columns, e.g. Tatoeba's attribution, are ignored)",
+                                nargs=2, type=int, metavar=("SRC", "TGT"))
+    holdout: typing.Optional[tuple] = _field(
+        None, "split validation and test off the training file when no --validation-files/"
+        "--test-files are given: sizes as fractions (<1) or pair counts, grouped by source "
+        "sentence", nargs=2, type=float, metavar=("VALIDATION", "TEST"))
+    split_seed: int = _field(0, "seed of the --holdout split")
+    tokenizer: str = _field("wordpiece", "subword algorithm (all run in TF Text ops)",
+                            choices=TOKENIZERS)
+    vocabulary_size: int = _field(4000, "subword vocabulary size (an upper bound)")
     shared_vocabulary: bool = _field(False, "one vocabulary for source and target")
     lowercase: bool = _field(False, "case-fold text before tokenizing")
     max_length: int = _field(64, "most tokens per sequence, [START]/[END] included")
@@ -73,7 +84,16 @@ class TranslationConfig:
     deterministic: bool = _field(False, "deterministic data order (slower input pipeline)")
     backup_every_steps: int = _field(100, "steps between resumable backups")
     keep_checkpoints: int = _field(5, "epoch checkpoints kept in checkpoints/")
-    average_checkpoints: int = _field(1, "average the last N checkpoints at the end (1: off)")
+    average_checkpoints: int = _field(1, "average N checkpoints at the end, the best N by "
+                                      "validation BLEU or the last N (1: off)")
+    select_checkpoints: str = _field("best", "which checkpoints make the final model: the best "
+                                     "by validation BLEU, or the last", choices=("best", "last"))
+    validation_bleu_sentences: int = _field(500, "validation sentences translated (greedy) at "
+                                            "each epoch end for BLEU/chrF (0: off)")
+    early_stopping_patience: typing.Optional[int] = _field(
+        None, "stop after N epochs without a validation BLEU improvement")
+    time_budget: typing.Optional[float] = _field(
+        None, "minutes of training; then stop cleanly (checkpoint, evaluation, export)")
     # -- evaluation and outputs ---------------------------------------------
     eval_split: str = _field("test", "split scored with BLEU after training",
                              choices=("validation", "test"))
@@ -93,7 +113,7 @@ class TranslationConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"Unknown config fields {unknown}.")
-        for name in ("train_files", "validation_files", "test_files"):
+        for name in ("train_files", "validation_files", "test_files", "tsv_columns", "holdout"):
             if values.get(name) is not None:
                 values[name] = tuple(values[name])
         return cls(**values)
@@ -122,7 +142,19 @@ PRESETS = {
         batch_tokens=25_000, average_checkpoints=20, keep_checkpoints=20, shuffle_buffer=200_000,
     ),
 }
+# Your own parallel text (`--train-files` without `--preset`): defaults
+# chosen by measurement on a real corpus (the Tatoeba English-Spanish pairs;
+# benchmarks/README.md), training for quality: validation BLEU each epoch,
+# early stopping, the best checkpoints averaged.
+PRESETS["own_corpus"] = TranslationConfig(
+    dataset="text_files", source_lang=None, target_lang=None, holdout=(0.03, 0.03),
+    tokenizer="wordpiece", vocabulary_size=8000, max_length=64, batch_tokens=4096,
+    shuffle_buffer=200_000, model_preset="tutorial", steps=1_000_000, steps_per_epoch=1000,
+    warmup_steps=4000, early_stopping_patience=5, average_checkpoints=3,
+    validation_bleu_sentences=1000,
+)
 DEFAULT_PRESET = "bundled"
+OWN_FILES_PRESET = "own_corpus"
 
 
 def _flag(name):
@@ -131,8 +163,9 @@ def _flag(name):
 
 def add_config_flags(parser):
     """Adds `--preset` and one flag per config field (default: the preset's)."""
-    parser.add_argument("--preset", default=DEFAULT_PRESET, choices=tuple(PRESETS),
-                        help=f"named configuration (default: {DEFAULT_PRESET})")
+    parser.add_argument("--preset", default=None, choices=tuple(PRESETS),
+                        help=f"named configuration (default: {DEFAULT_PRESET}, or "
+                        f"{OWN_FILES_PRESET} with --train-files)")
     group = parser.add_argument_group("config fields (override the preset)")
     hints = typing.get_type_hints(TranslationConfig)
     for field in dataclasses.fields(TranslationConfig):
@@ -143,7 +176,10 @@ def add_config_flags(parser):
         if base is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         elif base is tuple:
-            kwargs.update(nargs=field.metadata.get("nargs", "+"), metavar="FILE")
+            kwargs.update(nargs=field.metadata.get("nargs", "+"),
+                          metavar=field.metadata.get("metavar", "FILE"))
+            if "type" in field.metadata:
+                kwargs["type"] = field.metadata["type"]
         else:
             kwargs["type"] = base
             if "choices" in field.metadata:
@@ -159,12 +195,15 @@ def config_from_args(args):
         for f in dataclasses.fields(TranslationConfig)
         if hasattr(args, f.name)
     }
-    for name in ("train_files", "validation_files", "test_files"):
+    for name in ("train_files", "validation_files", "test_files", "tsv_columns", "holdout"):
         if given.get(name) is not None:
             given[name] = tuple(given[name])
+    preset = args.preset
+    if preset is None:  # --train-files alone means own files, with the defaults for them
+        preset = OWN_FILES_PRESET if given.get("train_files") else DEFAULT_PRESET
     if given.get("train_files") and "dataset" not in given:
-        given["dataset"] = "text_files"  # --train-files alone means own files
-    return dataclasses.replace(PRESETS[args.preset], **given)
+        given["dataset"] = "text_files"
+    return dataclasses.replace(PRESETS[preset], **given)
 
 
 def check_config(config):
@@ -172,12 +211,26 @@ def check_config(config):
     positive = ("vocabulary_size", "max_length", "batch_tokens", "steps", "steps_per_epoch",
                 "warmup_steps", "beam_size", "eval_batch_size", "keep_checkpoints",
                 "average_checkpoints", "backup_every_steps", "shuffle_buffer")
+    if config.early_stopping_patience is not None:
+        positive += ("early_stopping_patience",)
     for name in positive:
         value = getattr(config, name)
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer; "
                              f"received {value!r}.")
-    if config.average_checkpoints > config.keep_checkpoints:
+    if config.time_budget is not None and not (0 < config.time_budget < float("inf")):
+        raise ValueError(f"--time-budget must be a positive number of minutes; "
+                         f"received {config.time_budget!r}.")
+    if not isinstance(config.validation_bleu_sentences, int) or config.validation_bleu_sentences < 0:
+        raise ValueError(f"--validation-bleu-sentences must be >= 0; "
+                         f"received {config.validation_bleu_sentences!r}.")
+    if config.early_stopping_patience is not None and not config.validation_bleu_sentences:
+        raise ValueError("--early-stopping-patience needs validation BLEU: "
+                         "--validation-bleu-sentences must be > 0.")
+    if config.holdout is not None and any(not 0 <= h or h != h for h in config.holdout):
+        raise ValueError(f"--holdout sizes must be >= 0; received {list(config.holdout)}.")
+    if (config.select_checkpoints == "last"
+            and config.average_checkpoints > config.keep_checkpoints):
         raise ValueError(
             f"--average-checkpoints {config.average_checkpoints} needs at least that many kept "
             f"checkpoints; --keep-checkpoints is {config.keep_checkpoints}."

@@ -32,10 +32,12 @@ from keras_attention.data import (
     save_tokenizers,
     train_tokenizers,
 )
-from keras_attention.evaluation import corpus_bleu, translate
+from keras_attention.evaluation import corpus_bleu, corpus_chrf, translate
 from keras_attention.export import export_translator
 from keras_attention.models import Transformer
 from keras_attention.training import (
+    BestCheckpoints,
+    TimeBudget,
     Trainer,
     TransformerSchedule,
     average_checkpoints,
@@ -59,7 +61,10 @@ def make_corpus(config):
             files["validation"] = config.validation_files
         if config.test_files:
             files["test"] = config.test_files
-        return TextFilesCorpus(files, config.source_lang or "source", config.target_lang or "target")
+        holdout = config.holdout if len(files) == 1 else None  # only without other files
+        return TextFilesCorpus(files, config.source_lang or "source", config.target_lang or "target",
+                               tsv_columns=config.tsv_columns, holdout=holdout,
+                               split_seed=config.split_seed)
     return TfdsCorpus(config.dataset, config.source_lang, config.target_lang,
                       data_dir=config.data_dir)
 
@@ -117,12 +122,81 @@ def _tokenizers(config, corpus, workdir, chief):
     vocab_dir = os.path.join(workdir, "vocab")
     if os.path.exists(os.path.join(vocab_dir, "target.json")):
         return load_tokenizers(vocab_dir)
-    print(f"Learning WordPiece vocabularies from {corpus!r} ...", flush=True)
+    print(f"Learning {config.tokenizer} vocabularies from {corpus!r} ...", flush=True)
+    start = time.perf_counter()
     tokenizers = train_tokenizers(corpus.load("train"), config.vocabulary_size,
-                                  shared=config.shared_vocabulary, lowercase=config.lowercase)
+                                  shared=config.shared_vocabulary, lowercase=config.lowercase,
+                                  algorithm=config.tokenizer)
+    print(f"Learned {tokenizers[0].vocabulary_size} source and {tokenizers[1].vocabulary_size} "
+          f"target tokens in {time.perf_counter() - start:.1f} s.", flush=True)
     if chief:
         save_tokenizers(vocab_dir, *tokenizers)
     return tokenizers
+
+
+def _validation_scorer(config, corpus, model, source_tokenizer, target_tokenizer):
+    """`score_fn()` -> validation BLEU and chrF of greedy translations of the
+    first `validation_bleu_sentences` validation pairs."""
+    pairs = list(corpus.load("validation").take(config.validation_bleu_sentences)
+                 .as_numpy_iterator())
+    sources = [s.decode("utf-8") for s, _ in pairs]
+    references = [t.decode("utf-8") for _, t in pairs]
+
+    def score_fn():
+        hypotheses, _ = translate(model, source_tokenizer, target_tokenizer, sources,
+                                  beam_size=1, batch_size=config.eval_batch_size, verbose=0)
+        return {"bleu": corpus_bleu(hypotheses, references).score,
+                "chrf": corpus_chrf(hypotheses, references).score}
+
+    return score_fn
+
+
+def _best_checkpoints_callback(config, workdir, corpus, model, source_tokenizer,
+                               target_tokenizer, step_fn, chief, verbose):
+    directory = os.path.join(workdir, "checkpoints", "best")
+    if not chief:  # every worker scores (they agree); only the chief's files are kept
+        directory = os.path.join(workdir, "checkpoints", f".best_worker_tmp_{os.getpid()}")
+    keep = config.average_checkpoints if config.select_checkpoints == "best" else 1
+    return BestCheckpoints(
+        _validation_scorer(config, corpus, model, source_tokenizer, target_tokenizer),
+        directory, step_fn, monitor="bleu", keep=keep,
+        patience=config.early_stopping_patience, verbose=verbose,
+    )
+
+
+def _select_checkpoints(config, workdir, model, best):
+    """Loads the final weights into `model`: the best checkpoint by validation
+    BLEU (or the average of the best N, when that scores higher on the
+    validation sentences), or the average of the last N. Returns what was
+    chosen, for metrics.json."""
+    if config.select_checkpoints == "best" and best is not None and best.best_paths():
+        ranked = best.best()
+        paths = best.best_paths(config.average_checkpoints)
+        load_weights_checked(model, paths[0])
+        chosen = {"selected_checkpoints": [os.path.basename(paths[0])],
+                  "validation_bleu": round(ranked[0]["bleu"], 2),
+                  "validation_chrf": round(ranked[0].get("chrf", float("nan")), 2),
+                  "best_step": ranked[0]["step"]}
+        if len(paths) > 1:
+            average_checkpoints(model, paths)
+            scores = best.score_fn()
+            names = [os.path.basename(p) for p in paths]
+            print(f"Average of the best {len(paths)} checkpoints {names}: validation BLEU "
+                  f"{scores['bleu']:.2f} (best single: {ranked[0]['bleu']:.2f}).")
+            if scores["bleu"] >= ranked[0]["bleu"]:
+                chosen.update(selected_checkpoints=names, validation_bleu=round(scores["bleu"], 2),
+                              validation_chrf=round(scores["chrf"], 2))
+            else:
+                load_weights_checked(model, paths[0])
+        print(f"Final model: {' + '.join(chosen['selected_checkpoints'])} (validation BLEU "
+              f"{chosen['validation_bleu']:.2f}).")
+        return chosen
+    if config.average_checkpoints > 1:
+        paths = list_checkpoints(os.path.join(workdir, "checkpoints"))[-config.average_checkpoints:]
+        print(f"Averaging {len(paths)} checkpoints: {[os.path.basename(p) for p in paths]}")
+        average_checkpoints(model, paths)
+        return {"selected_checkpoints": [os.path.basename(p) for p in paths]}
+    return {"selected_checkpoints": ["last"]}
 
 
 def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
@@ -177,6 +251,18 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
             corpus.load("validation"), source_tokenizer, target_tokenizer,
             max_length=config.max_length, batch_tokens=config.batch_tokens, training=False,
         )
+    callbacks = list(callbacks or [])
+    if config.time_budget is not None:
+        if strategy.extended._in_multi_worker_mode():
+            raise ValueError("--time-budget cannot stop several workers at the same step; "
+                             "use --steps with --strategy multi_worker.")
+        callbacks.append(TimeBudget(config.time_budget, verbose=verbose))
+    best = None
+    if config.validation_bleu_sentences and "validation" in corpus.splits:
+        best = _best_checkpoints_callback(config, workdir, corpus, model, source_tokenizer,
+                                          target_tokenizer, lambda: trainer.step.numpy(),
+                                          chief, verbose)
+        callbacks.append(best)
     trainer = Trainer(
         model, optimizer, strategy, label_smoothing=config.label_smoothing,
         clip_norm=config.clip_norm, jit_compile=config.jit_compile,
@@ -193,10 +279,7 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
     seconds = sum(history.history.get("seconds", []))
     tokens = sum(history.history.get("tokens", []))  # source + target, without padding
 
-    if config.average_checkpoints > 1:
-        paths = list_checkpoints(os.path.join(workdir, "checkpoints"))[-config.average_checkpoints:]
-        print(f"Averaging {len(paths)} checkpoints: {[os.path.basename(p) for p in paths]}")
-        average_checkpoints(model, paths)
+    selection = _select_checkpoints(config, workdir, model, best)
     metrics = {
         "steps": int(trainer.step.numpy()),
         "train_seconds": round(wall, 1),
@@ -210,6 +293,11 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
     }
     if history.history.get("val_accuracy"):
         metrics["validation_token_accuracy"] = history.history["val_accuracy"][-1]
+    metrics.update(selection)
+    metrics["stopped_by"] = (
+        "time_budget" if any(isinstance(c, TimeBudget) and c.stopped for c in callbacks)
+        else "early_stopping" if best is not None and best.stopped_early else "steps"
+    )
     if not chief:
         return metrics
     model.save(os.path.join(workdir, "model.keras"))
@@ -220,7 +308,8 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
     else:
         metrics.update(score(model, source_tokenizer, target_tokenizer, corpus, config, workdir,
                              split=eval_split, verbose=verbose))
-        print(f"\nBLEU on {eval_split}: {metrics['bleu']:.2f}  ({metrics['sacrebleu_signature']})")
+        print(f"\nBLEU on {eval_split}: {metrics['bleu']:.2f}  ({metrics['sacrebleu_signature']})"
+              f"\nchrF on {eval_split}: {metrics['chrf']:.2f}  ({metrics['chrf_signature']})")
     export_path = export_translator(
         model, source_tokenizer, target_tokenizer, os.path.join(workdir, "export"),
         beam_size=config.beam_size, length_penalty=config.length_penalty,
@@ -267,11 +356,14 @@ def score(model, source_tokenizer, target_tokenizer, corpus, config, workdir, sp
     with open(prefix + ".txt", "w", encoding="utf-8") as f:
         f.writelines(h + "\n" for h in hypotheses)
     bleu = corpus_bleu(hypotheses, references)
+    chrf = corpus_chrf(hypotheses, references)
     exact = sum(h == r for h, r in zip(hypotheses, references)) / max(len(references), 1)
     return {
         "bleu": round(bleu.score, 2),
         "sacrebleu_signature": bleu.signature,
         "bleu_details": bleu.details,
+        "chrf": round(chrf.score, 2),
+        "chrf_signature": chrf.signature,
         "eval_split": split,
         "eval_sentences": len(sources),
         "exact_match": round(exact, 4),

@@ -58,7 +58,7 @@ def test_not_utf8_names_file_and_line(tmp_path):
 
 def test_tsv_with_wrong_field_count(tmp_path):
     path = write(tmp_path / "a.tsv", "one\tuno\ntwo dos\n")
-    with pytest.raises(ValueError, match=r"a\.tsv, line 2: expected 2 tab-separated fields"):
+    with pytest.raises(ValueError, match=r"a\.tsv, line 2: expected at least 2 tab-separated fields"):
         read_text(path)
 
 
@@ -96,3 +96,71 @@ def test_corpus_needs_train_and_known_splits(tmp_path):
         TextFilesCorpus({"test": path})
     with pytest.raises(ValueError, match="Unknown split 'dev'"):
         TextFilesCorpus({"train": path, "dev": path})
+
+
+def test_tsv_with_more_columns_and_chosen_columns(tmp_path):
+    """The Tatoeba/Anki layout: source, target, attribution."""
+    path = write(tmp_path / "spa.txt", "Go.\tVe.\tCC-BY 2.0 (France) #2877272 & #4986655\n"
+                 "Hi.\tHola.\tCC-BY 2.0 (France) #538123 & #431975\n")
+    text = read_text(path)
+    assert text.sources == ("Go.", "Hi.") and text.targets == ("Ve.", "Hola.")
+    text = read_text(path, tsv_columns=(1, 0))  # es -> en
+    assert text.sources == ("Ve.", "Hola.") and text.targets == ("Go.", "Hi.")
+    with pytest.raises(ValueError, match=r"spa\.txt, line 1: expected at least 4 .*found 3"):
+        read_text(path, tsv_columns=(0, 3))
+    for bad in [(0,), (1, 1), (-1, 0), (0, 1, 2)]:
+        with pytest.raises(ValueError, match="TSV columns must be two different"):
+            read_text(path, tsv_columns=bad)
+
+
+def _tatoeba_like(tmp_path, sentences=300, seed=0):
+    """Several translations per source sentence, as in Tatoeba."""
+    import random
+
+    rng = random.Random(seed)
+    lines = []
+    for i in range(sentences):
+        for j in range(rng.randint(1, 4)):
+            lines.append(f"Sentence {i}.\tFrase {i} versión {j}.\tattribution\n")
+    rng.shuffle(lines)
+    return write(tmp_path / "spa.txt", "".join(lines)), len(lines)
+
+
+@pytest.mark.parametrize("holdout", [(0.1, 0.1), (50, 80)])
+def test_grouped_split_keeps_each_source_sentence_in_one_split(tmp_path, holdout):
+    path, total = _tatoeba_like(tmp_path)
+    corpus = TextFilesCorpus({"train": path}, "en", "es", holdout=holdout, split_seed=3)
+    assert corpus.splits == ("test", "validation", "train")
+    sources = {split: set(text.sources) for split, text in corpus.texts.items()}
+    assert not sources["train"] & sources["test"]
+    assert not sources["train"] & sources["validation"]
+    assert not sources["validation"] & sources["test"]
+    assert sum(len(text) for text in corpus.texts.values()) == total  # nothing lost
+    wanted = [round(h * total) if h < 1 else h for h in holdout]
+    for split, size in zip(("validation", "test"), wanted):
+        assert size <= len(corpus.texts[split]) < size + 4  # whole groups of <= 4 pairs
+    # The same seed gives the same split; another seed another one.
+    again = TextFilesCorpus({"train": path}, "en", "es", holdout=holdout, split_seed=3)
+    assert again.texts["test"].sources == corpus.texts["test"].sources
+    other = TextFilesCorpus({"train": path}, "en", "es", holdout=holdout, split_seed=4)
+    assert other.texts["test"].sources != corpus.texts["test"].sources
+
+
+def test_grouping_ignores_case_and_spacing(tmp_path):
+    path = write(tmp_path / "a.tsv", "".join(
+        f"{'  The cat.' if i % 2 else 'the  CAT.'}\tEl gato {i}.\n" for i in range(10)
+    ) + "".join(f"Dog {i}.\tPerro {i}.\n" for i in range(30)))
+    corpus = TextFilesCorpus({"train": path}, holdout=(0.2, 0.2), split_seed=0)
+    cats = [split for split, text in corpus.texts.items()
+            if any("cat" in s.lower() for s in text.sources)]
+    assert len(cats) == 1
+
+
+def test_grouped_split_errors(tmp_path):
+    path, _ = _tatoeba_like(tmp_path, sentences=10)
+    with pytest.raises(ValueError, match="leaves no training pairs"):
+        TextFilesCorpus({"train": path}, holdout=(0.5, 0.6))
+    with pytest.raises(ValueError, match="validation size must be a fraction"):
+        TextFilesCorpus({"train": path}, holdout=(-1, 0.1))
+    with pytest.raises(ValueError, match="replaces the validation and test files"):
+        TextFilesCorpus({"train": path, "test": path}, holdout=(0.1, 0.1))

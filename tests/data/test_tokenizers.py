@@ -102,7 +102,11 @@ def test_save_and_load(tmp_path, tokenizers):
 
 
 def test_load_errors(tmp_path, tokenizers):
-    with pytest.raises(FileNotFoundError, match="source.vocab.txt"):
+    with pytest.raises(FileNotFoundError, match="source.json"):
+        load_tokenizers(tmp_path)
+    save_tokenizers(tmp_path, *tokenizers)
+    os.remove(tmp_path / "target.vocab.txt")
+    with pytest.raises(FileNotFoundError, match="target.vocab.txt"):
         load_tokenizers(tmp_path)
     save_tokenizers(tmp_path, *tokenizers)
     vocab = tmp_path / "source.vocab.txt"

@@ -42,7 +42,7 @@ def cli_flags(config):
         if isinstance(value, bool):
             flags.append(flag if value else "--no-" + flag[2:])
         elif isinstance(value, tuple):
-            flags += [flag, *value]
+            flags += [flag, *map(str, value)]
         else:
             flags += [flag, str(value)]
     return flags
@@ -68,14 +68,28 @@ def test_config_layering():
     assert own.dataset == "text_files" and own.train_files == ("a.en", "a.es")
     assert own.test_files == ("t.tsv",)
     assert TranslationConfig.from_json(own.to_json()) == own
+    # Own files without --preset take the own_corpus defaults; --preset still wins.
+    assert own.model_preset == PRESETS["own_corpus"].model_preset
+    assert own.early_stopping_patience == PRESETS["own_corpus"].early_stopping_patience
+    assert parse(["--preset", "bundled", "--train-files", "a.tsv"]).steps == PRESETS["bundled"].steps
+    tsv = parse(["--train-files", "spa.txt", "--tsv-columns", "1", "0", "--holdout", "0.1", "500",
+                 "--time-budget", "60", "--tokenizer", "sentencepiece"])
+    assert tsv.tsv_columns == (1, 0) and tsv.holdout == (0.1, 500.0)
+    assert tsv.time_budget == 60.0 and tsv.tokenizer == "sentencepiece"
+    assert TranslationConfig.from_json(tsv.to_json()) == tsv
 
 
 def test_choices_agree_with_the_library():
     assert config_module.MODEL_PRESETS == tuple(LIBRARY_MODEL_PRESETS)
     assert config_module.PRECISIONS == PRECISIONS
     assert config_module.STRATEGIES == STRATEGIES
-    for preset in PRESETS.values():
+    for name, preset in PRESETS.items():
+        if preset.dataset == "text_files":
+            preset = dataclasses.replace(preset, train_files=("spa.txt",))
         check_config(preset)
+    from keras_attention.data import TOKENIZER_ALGORITHMS
+
+    assert config_module.TOKENIZERS == TOKENIZER_ALGORITHMS
 
 
 @pytest.mark.parametrize(
@@ -83,10 +97,14 @@ def test_choices_agree_with_the_library():
     [
         ({"steps": 0}, "--steps must be a positive integer"),
         ({"label_smoothing": 1.0}, "--label-smoothing"),
-        ({"average_checkpoints": 6}, "--average-checkpoints 6"),
+        ({"average_checkpoints": 6, "select_checkpoints": "last"}, "--average-checkpoints 6"),
         ({"dataset": "text_files"}, "needs --train-files"),
         ({"train_files": ("a", "b")}, "need --dataset text_files"),
         ({"dataset": "text_files", "train_files": ("a", "b", "c")}, "SRC TGT or one TSV"),
+        ({"time_budget": 0.0}, "--time-budget must be a positive number"),
+        ({"early_stopping_patience": 0}, "--early-stopping-patience must be a positive"),
+        ({"early_stopping_patience": 2, "validation_bleu_sentences": 0}, "needs validation BLEU"),
+        ({"holdout": (-0.1, 0.1)}, "--holdout sizes must be >= 0"),
     ],
 )
 def test_bad_config(overrides, match):
@@ -112,13 +130,23 @@ def test_own_text_files_train_end_to_end(tiny_run):
     for name in ("config.json", "metrics.json", "model.keras", "hypotheses.test.txt",
                  "vocab/source.vocab.txt", "vocab/target.json"):
         assert (workdir / name).is_file(), name
-    assert sorted(os.listdir(workdir / "checkpoints")) == ["ckpt-12.weights.h5", "ckpt-6.weights.h5"]
+    assert sorted(os.listdir(workdir / "checkpoints")) == [
+        "best", "ckpt-12.weights.h5", "ckpt-6.weights.h5"
+    ]
+    # Validation BLEU at each epoch end; the best checkpoint made the final model.
+    scores = json.loads((workdir / "checkpoints" / "best" / "scores.json").read_text())
+    assert [e["step"] for e in scores] == [6, 12]
+    best = max(scores, key=lambda e: (e["bleu"], -e["step"]))
+    assert metrics["selected_checkpoints"] == [f"ckpt-{best['step']}.weights.h5"]
+    assert metrics["validation_bleu"] == round(best["bleu"], 2)
+    assert metrics["stopped_by"] == "steps"
     assert os.listdir(workdir / "tensorboard" / "train")
     saved = json.loads((workdir / "metrics.json").read_text())
     assert saved == json.loads(json.dumps(metrics))
     assert saved["steps"] == 12 and saved["eval_split"] == "test"
     assert 0.0 <= saved["bleu"] <= 100.0
     assert saved["sacrebleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
+    assert 0.0 <= saved["chrf"] <= 100.0 and saved["chrf_signature"].startswith("nrefs:1|case:mixed")
     assert saved["train_seconds"] > 0 and saved["train_tokens_per_second"] > 0
     assert len((workdir / "hypotheses.test.txt").read_text().splitlines()) == 16
     assert TranslationConfig.from_json((workdir / "config.json").read_text()) == config
@@ -169,6 +197,42 @@ def test_another_config_in_the_same_workdir_is_refused(tiny_run):
     with pytest.raises(ValueError, match=r"another config \(steps: 12 -> 13\)"):
         train_and_evaluate(dataclasses.replace(config, steps=13), str(workdir), verbose=0)
     assert snapshot(workdir) == before
+
+
+def test_own_tsv_holdout_sentencepiece_and_time_budget(tmp_path, text_files):
+    """A Tatoeba-style file (3 columns, several translations per sentence), split
+    by the recipe, SentencePiece, stopped by the time budget: the run ends
+    cleanly with scores, the best checkpoint and a SavedModel that loads with
+    TensorFlow + TensorFlow Text only."""
+    from tests.export.test_saved_model import FRESH_PROCESS
+
+    src, tgt = text_files["train"]
+    sources = open(src, encoding="utf-8").read().splitlines()[:600]
+    targets = open(tgt, encoding="utf-8").read().splitlines()[:600]
+    lines = [f"{s}\t{t}\tCC-BY 2.0 (France) #{i}\n" for i, (s, t) in enumerate(zip(sources, targets))]
+    lines += [f"{s}\t{t.upper()}\tsecond translation\n" for s, t in zip(sources[:100], targets)]
+    tsv = tmp_path / "spa.txt"
+    tsv.write_text("".join(lines), encoding="utf-8")
+    config = tiny_config(text_files, train_files=(str(tsv),), validation_files=None,
+                         test_files=None, holdout=(30.0, 20.0), tokenizer="sentencepiece",
+                         vocabulary_size=300, steps=100_000, steps_per_epoch=40,
+                         time_budget=0.25, validation_bleu_sentences=10,
+                         early_stopping_patience=50, max_eval_sentences=None)
+    workdir = tmp_path / "run"
+    metrics = train_and_evaluate(config, str(workdir), verbose=0)
+    assert metrics["stopped_by"] == "time_budget" and 0 < metrics["steps"] < 100_000
+    assert metrics["eval_split"] == "test" and 20 <= metrics["eval_sentences"] <= 21
+    assert "chrf" in metrics and "validation_bleu" in metrics
+    assert json.loads((workdir / "vocab" / "target.json").read_text())["algorithm"] == "sentencepiece"
+    hypotheses = (workdir / "hypotheses.test.txt").read_text(encoding="utf-8").splitlines()
+    assert len(hypotheses) == metrics["eval_sentences"]
+    result = subprocess.run([sys.executable, "-c", FRESH_PROCESS, metrics["export"],
+                             json.dumps(["The red book is on the table."])],
+                            capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    served = json.loads(result.stdout.strip().splitlines()[-1])
+    assert served["imported"] == [] and served["unregistered"] == []
+    assert len(served["translations"]) == 1
 
 
 def test_bad_files_stop_before_anything_is_written(tmp_path, text_files):

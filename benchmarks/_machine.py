@@ -1,0 +1,32 @@
+"""What machine a benchmark ran on: processor model and the instruction sets
+that decide its speed (AVX2, AVX-512, AVX-512 BF16, AMX)."""
+
+import os
+import platform
+
+FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+
+
+def cpu_info():
+    """`{"model": str, "cpus": int, "flags": [...]}` from /proc/cpuinfo (Linux),
+    or what `platform` knows elsewhere."""
+    model, flags = platform.processor() or platform.machine(), set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+                if model and flags:
+                    break
+    except OSError:
+        pass
+    return {"model": model, "cpus": os.cpu_count(), "flags": [f for f in FLAGS if f in flags]}
+
+
+def describe(info=None):
+    info = info or cpu_info()
+    flags = ", ".join(info["flags"]) or "no AVX2"
+    return f"{info['model']}, {info['cpus']} CPUs ({flags})"

@@ -1,0 +1,174 @@
+"""Keras callbacks that make a run train for quality rather than for a fixed
+step count: stop when a wall-clock budget is spent, and score each epoch on
+held-out text, keeping the best checkpoints and stopping early.
+
+Both work with the recipe's `Trainer` and with `Model.fit` (they only use
+`on_train_batch_end` / `on_epoch_end` and `model.stop_training`).
+"""
+
+import json
+import logging
+import math
+import os
+import time
+
+import keras
+
+from keras_attention._io import atomic_write_text
+
+logger = logging.getLogger("keras_attention")
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Stops training once `minutes` of wall-clock time have passed since
+    `on_train_begin`. The current epoch ends early, so the usual end-of-epoch
+    work (validation, checkpoint, backup) and everything after training
+    (evaluation, export) still runs.
+
+    Args:
+        minutes: the budget, a positive number.
+        verbose: print a line when the budget stops training.
+    """
+
+    def __init__(self, minutes, verbose=1):
+        super().__init__()
+        if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not (
+            minutes > 0 and math.isfinite(minutes)
+        ):
+            raise ValueError(f"The time budget must be a positive number of minutes; "
+                             f"received {minutes!r}.")
+        self.minutes = minutes
+        self.verbose = verbose
+        self.start = None
+        self.stopped = False
+
+    def on_train_begin(self, logs=None):
+        self.start = time.perf_counter()
+        self.stopped = False
+
+    def elapsed_minutes(self):
+        return 0.0 if self.start is None else (time.perf_counter() - self.start) / 60
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not self.stopped and self.elapsed_minutes() >= self.minutes:
+            self.stopped = True
+            self.model.stop_training = True
+            if self.verbose:
+                print(f"\nThe time budget of {self.minutes:g} min is spent; stopping after "
+                      "this batch (the epoch ends early).", flush=True)
+
+
+class BestCheckpoints(keras.callbacks.Callback):
+    """Scores the model at each epoch end and keeps the best checkpoints.
+
+    `score_fn()` returns a dict of metrics for the current weights (e.g.
+    `{"bleu": 31.2, "chrf": 52.0}` from translating validation sentences);
+    they are added to the epoch's logs as `val_<name>`. The weights of the
+    `keep` best epochs by `monitor` are saved as
+    `<directory>/ckpt-<step>.weights.h5`, with every epoch's scores in
+    `<directory>/scores.json` (so a resumed run knows them). With `patience`,
+    training stops after that many epochs without an improvement of more than
+    `min_delta`.
+
+    Args:
+        score_fn: callable returning a dict of float metrics.
+        directory: where the best checkpoints and `scores.json` go.
+        step_fn: callable returning the current training step (names the files).
+        monitor: the metric of `score_fn` that decides (higher is better).
+        keep: how many best checkpoints to keep.
+        patience: epochs without improvement before stopping (`None`: never).
+        min_delta: the improvement that counts.
+        verbose: print the scores of each epoch.
+    """
+
+    def __init__(self, score_fn, directory, step_fn, monitor="bleu", keep=1, patience=None,
+                 min_delta=0.0, verbose=1):
+        super().__init__()
+        if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
+            raise ValueError(f"`keep` must be a positive integer; received {keep!r}.")
+        if patience is not None and (not isinstance(patience, int) or isinstance(patience, bool)
+                                     or patience < 1):
+            raise ValueError(f"`patience` must be a positive integer or None; "
+                             f"received {patience!r}.")
+        self.score_fn = score_fn
+        self.directory = directory
+        self.step_fn = step_fn
+        self.monitor = monitor
+        self.keep = keep
+        self.patience = patience
+        self.min_delta = min_delta
+        self.verbose = verbose
+        self.history = self._read_scores()  # [{"step": int, "bleu": ..., ...}], oldest first
+        self.stopped_early = False
+
+    # -- state on disk -------------------------------------------------------
+
+    @property
+    def _scores_path(self):
+        return os.path.join(self.directory, "scores.json")
+
+    def _read_scores(self):
+        if not os.path.isfile(self._scores_path):
+            return []
+        with open(self._scores_path, encoding="utf-8") as f:
+            return json.load(f)
+
+    def _path(self, step):
+        return os.path.join(self.directory, f"ckpt-{step}.weights.h5")
+
+    def best(self, n=None):
+        """The best `n` (default `keep`) epochs' entries, best first."""
+        ranked = sorted(self.history, key=lambda e: (-e[self.monitor], e["step"]))
+        return ranked[: n or self.keep]
+
+    def best_paths(self, n=None):
+        """The checkpoint files of the best epochs that exist, best first."""
+        return [self._path(e["step"]) for e in self.best(n) if os.path.isfile(self._path(e["step"]))]
+
+    # -- callback ------------------------------------------------------------
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = int(self.step_fn())
+        if any(e["step"] == step for e in self.history):
+            return  # scored already (an epoch that ended at the same step)
+        scores = {name: float(value) for name, value in self.score_fn().items()}
+        if self.monitor not in scores:
+            raise ValueError(f"score_fn returned {sorted(scores)}, without the monitored "
+                             f"{self.monitor!r}.")
+        previous_best = max((e[self.monitor] for e in self.history), default=-math.inf)
+        self.history.append({"step": step, "epoch": epoch + 1, **scores})
+        if logs is not None:
+            logs.update({f"val_{name}": value for name, value in scores.items()})
+        os.makedirs(self.directory, exist_ok=True)
+        kept = {e["step"] for e in self.best()}
+        if step in kept:
+            tmp = os.path.join(self.directory, f".tmp-ckpt-{step}.weights.h5")
+            self.model.save_weights(tmp)
+            os.replace(tmp, self._path(step))  # never a half-written file under the final name
+        for name in os.listdir(self.directory):
+            if name.startswith("ckpt-") and name.endswith(".weights.h5"):
+                if int(name[len("ckpt-"):-len(".weights.h5")]) not in kept:
+                    os.remove(os.path.join(self.directory, name))
+        atomic_write_text(self._scores_path, json.dumps(self.history, indent=1) + "\n")
+        improved = scores[self.monitor] > previous_best + self.min_delta
+        if self.verbose:
+            text = ", ".join(f"{name} {value:.2f}" for name, value in scores.items())
+            mark = " (best so far)" if improved else ""
+            print(f"Validation at step {step}: {text}{mark}", flush=True)
+        if self.patience is not None and not improved:
+            since = self._epochs_since_improvement()
+            if since >= self.patience:
+                self.stopped_early = True
+                self.model.stop_training = True
+                if self.verbose:
+                    print(f"No {self.monitor} improvement in {since} epochs "
+                          f"(patience {self.patience}): stopping.", flush=True)
+
+    def _epochs_since_improvement(self):
+        best, since = -math.inf, 0
+        for entry in self.history:
+            if entry[self.monitor] > best + self.min_delta:
+                best, since = entry[self.monitor], 0
+            else:
+                since += 1
+        return since

@@ -1,0 +1,191 @@
+"""SentencePiece tokenizers (unigram and BPE) learned by the native trainer
+and run by TensorFlow Text ops; and the learners' speed on a real-sized corpus."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.data import (
+    END_ID,
+    PAD_ID,
+    RESERVED_TOKENS,
+    START_ID,
+    UNK_ID,
+    SentencePieceTokenizer,
+    SubwordTokenizer,
+    load_tokenizers,
+    save_tokenizers,
+    train_tokenizers,
+)
+from tests.data.conftest import ENGLISH, SPANISH
+
+# Text that WordPiece's word splitting cannot give back exactly.
+TRICKY = ['Es a las 2:30, ¿vale?', 'Dijo "hola" y se fue.', "Tom's dog - a 3.5 kg one."]
+
+
+@pytest.fixture(scope="module", params=["sentencepiece", "sentencepiece_bpe"])
+def sp_tokenizers(request, sentence_pairs):
+    extra = tf.data.Dataset.from_tensor_slices((TRICKY * 5, TRICKY * 5))
+    return train_tokenizers(sentence_pairs.concatenate(extra), 200, algorithm=request.param)
+
+
+def test_vocabulary_and_reserved_ids(sp_tokenizers):
+    for tokenizer in sp_tokenizers:
+        assert isinstance(tokenizer, SentencePieceTokenizer)
+        assert tuple(tokenizer.vocabulary[:4]) == RESERVED_TOKENS
+        assert len(RESERVED_TOKENS) < tokenizer.vocabulary_size <= 200
+        assert tokenizer.token_to_id("[END]") == END_ID
+        assert tokenizer.token_to_id("not-a-piece") == UNK_ID
+
+
+@pytest.mark.parametrize("side", [0, 1])
+def test_round_trip_is_exact(sp_tokenizers, side):
+    texts = [ENGLISH, SPANISH][side] + TRICKY
+    tokenizer = sp_tokenizers[side]
+    ids = tokenizer.tokenize(tf.constant(texts))
+    assert isinstance(ids, tf.RaggedTensor) and ids.dtype == tf.int32
+    assert not np.any(ids.flat_values.numpy() == UNK_ID)
+    assert [t.decode() for t in tokenizer.detokenize(ids).numpy()] == texts
+
+
+def test_wordpiece_loses_what_sentencepiece_keeps(sentence_pairs, sp_tokenizers):
+    """Why SentencePiece is offered: no space before punctuation or inside a word."""
+    extra = tf.data.Dataset.from_tensor_slices(TRICKY * 5)
+    wordpiece = SubwordTokenizer.train(sentence_pairs.map(lambda s, t: t).concatenate(extra), 300)
+    back = [t.decode() for t in wordpiece.detokenize(wordpiece.tokenize(TRICKY)).numpy()]
+    assert back != TRICKY  # e.g. "2: 30", '" hola "'
+    _, target = sp_tokenizers
+    assert [t.decode() for t in target.detokenize(target.tokenize(TRICKY)).numpy()] == TRICKY
+
+
+def test_detokenize_drops_special_ids_and_padding(sp_tokenizers):
+    _, target = sp_tokenizers
+    ids = target.tokenize(tf.constant(["¿Dónde está el perro blanco?"])).to_tensor()
+    padded = tf.concat([[[START_ID]], ids, [[END_ID, PAD_ID, PAD_ID]]], axis=1)
+    assert target.detokenize(padded).numpy()[0].decode() == "¿Dónde está el perro blanco?"
+    pieces = [t.decode() for t in target.id_to_token(ids)[0].numpy()]
+    assert pieces[0].startswith("▁")
+
+
+def test_bad_and_empty_input_is_not_fatal(sp_tokenizers):
+    source, _ = sp_tokenizers
+    ids = source.tokenize(tf.constant([b"", b"   ", b"bad \xff\xfe bytes", b"The red book."]))
+    assert ids.shape[0] == 4 and ids[0].shape[0] == 0
+    out = source.detokenize(ids).numpy()
+    assert out[0] == b"" and out[3] == b"The red book."
+
+
+def test_lowercase(sentence_pairs):
+    (tokenizer, _) = train_tokenizers(sentence_pairs, 150, lowercase=True,
+                                      algorithm="sentencepiece")
+    assert not any("T" in piece for piece in tokenizer.vocabulary[4:])
+    assert tokenizer.detokenize(tokenizer.tokenize(["THE Red book."])).numpy()[0] == b"the red book."
+
+
+def test_save_load_and_errors(tmp_path, sp_tokenizers):
+    save_tokenizers(tmp_path, *sp_tokenizers)
+    assert sorted(os.listdir(tmp_path)) == [
+        "source.json", "source.model", "source.vocab.txt",
+        "target.json", "target.model", "target.vocab.txt",
+    ]
+    source, target = load_tokenizers(tmp_path)
+    assert isinstance(target, SentencePieceTokenizer)
+    assert target.vocabulary == sp_tokenizers[1].vocabulary
+    np.testing.assert_array_equal(
+        target.tokenize(SPANISH).flat_values.numpy(),
+        sp_tokenizers[1].tokenize(SPANISH).flat_values.numpy(),
+    )
+    (tmp_path / "source.model").write_bytes(b"not a model")
+    with pytest.raises(ValueError, match="source.model is not a SentencePiece model"):
+        load_tokenizers(tmp_path)
+    os.remove(tmp_path / "source.model")
+    with pytest.raises(FileNotFoundError, match="source.model"):
+        load_tokenizers(tmp_path)
+    config = json.loads((tmp_path / "target.json").read_text())
+    (tmp_path / "source.json").write_text(json.dumps({**config, "algorithm": "bytes"}))
+    with pytest.raises(ValueError, match="unknown tokenizer algorithm 'bytes'"):
+        load_tokenizers(tmp_path)
+
+
+def test_bad_arguments(sentence_pairs):
+    with pytest.raises(ValueError, match="vocabulary_size"):
+        train_tokenizers(sentence_pairs, 3, algorithm="sentencepiece")
+    with pytest.raises(ValueError, match="Unknown tokenizer algorithm 'bpe'"):
+        train_tokenizers(sentence_pairs, 100, algorithm="bpe")
+    empty = tf.data.Dataset.from_tensor_slices(([""], [""]))
+    with pytest.raises(ValueError, match="empty"):
+        train_tokenizers(empty, 100, algorithm="sentencepiece")
+
+
+def test_shared(sentence_pairs):
+    source, target = train_tokenizers(sentence_pairs, 300, shared=True, algorithm="sentencepiece")
+    assert source is target
+    assert source.detokenize(source.tokenize(ENGLISH + SPANISH)).numpy().tolist() == [
+        t.encode() for t in ENGLISH + SPANISH
+    ]
+
+
+def test_inside_a_saved_model_loaded_with_tensorflow_text_only(tmp_path, sp_tokenizers):
+    _, target = sp_tokenizers
+    module = tf.Module()
+    module.tokenizer = target
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def round_trip(text):
+        return {"text": target.detokenize(target.tokenize(text))}
+
+    module.round_trip = round_trip
+    tf.saved_model.save(module, str(tmp_path / "model"), signatures={"serving_default": round_trip})
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import tensorflow as tf
+        import tensorflow_text  # noqa: F401  (registers its ops)
+        assert not any(m.startswith(("keras_attention", "keras_hub", "sentencepiece"))
+                       for m in sys.modules)
+        fn = tf.saved_model.load({str(tmp_path / "model")!r}).signatures["serving_default"]
+        print("|".join(t.decode() for t in fn(text=tf.constant({SPANISH!r}))["text"].numpy()))
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().split("\n")[-1].split("|") == SPANISH
+
+
+def _synthetic_corpus(pairs, seed=0):
+    """`pairs` made-up sentence pairs with a Zipf-like word distribution over
+    about 30k word types (a real corpus's shape, without shipping one)."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyzáéíóúñ"))
+    words = ["".join(rng.choice(letters, size=rng.integers(2, 11))) for _ in range(30_000)]
+    weights = 1.0 / np.arange(1, len(words) + 1)
+    weights /= weights.sum()
+    lengths = rng.integers(3, 15, size=2 * pairs)
+    picks = rng.choice(len(words), size=int(lengths.sum()), p=weights)
+    sentences, at = [], 0
+    for n in lengths:
+        sentences.append(" ".join(words[i] for i in picks[at : at + n]).capitalize() + ".")
+        at += n
+    return sentences[:pairs], sentences[pairs:]
+
+
+@pytest.mark.parametrize("algorithm", ["wordpiece", "sentencepiece"])
+def test_learning_100k_pairs_takes_seconds(algorithm):
+    """The learners are native code: two 8k vocabularies for 100k pairs learn
+    in well under a minute (TensorFlow Text's Python learner took ~30 min
+    for 29k pairs). A generous bound, since test machines are shared."""
+    sources, targets = _synthetic_corpus(100_000)
+    pairs = tf.data.Dataset.from_tensor_slices((sources, targets))
+    start = time.perf_counter()
+    source, target = train_tokenizers(pairs, 8000, algorithm=algorithm)
+    seconds = time.perf_counter() - start
+    assert seconds < 120, seconds
+    assert source.vocabulary_size > 4000 and target.vocabulary_size > 4000

@@ -1,0 +1,92 @@
+"""TimeBudget and BestCheckpoints with Keras' own `Model.fit` (the recipe's
+Trainer is tested with them in tests/recipes)."""
+
+import json
+import os
+import time
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.training import BestCheckpoints, TimeBudget
+
+
+def _model():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    return model
+
+
+def _data():
+    x = np.ones((8, 3), "float32")
+    return x, x[:, :1]
+
+
+class _Slow(keras.callbacks.Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        time.sleep(0.05)
+
+
+def test_time_budget_stops_mid_epoch():
+    model = _model()
+    budget = TimeBudget(0.5 / 60, verbose=0)  # half a second
+    x, y = _data()
+    start = time.perf_counter()
+    history = model.fit(x, y, batch_size=1, epochs=100, verbose=0, callbacks=[_Slow(), budget])
+    assert budget.stopped
+    assert len(history.history["loss"]) < 100
+    assert time.perf_counter() - start < 30
+    assert budget.elapsed_minutes() >= 0.5 / 60
+
+
+@pytest.mark.parametrize("minutes", [0, -1, float("nan"), float("inf"), True, "5"])
+def test_time_budget_rejects(minutes):
+    with pytest.raises(ValueError, match="positive number of minutes"):
+        TimeBudget(minutes)
+
+
+def test_best_checkpoints_keeps_the_best_and_stops_early(tmp_path):
+    model = _model()
+    scores = iter([1.0, 3.0, 2.0, 2.5, 2.9, 5.0])
+    weights_at = {}
+
+    def score_fn():
+        weights_at[len(weights_at) + 1] = model.get_weights()
+        return {"bleu": next(scores), "chrf": 10.0}
+
+    steps = iter(range(1, 100))
+    best = BestCheckpoints(score_fn, str(tmp_path / "best"), lambda: next(steps), keep=2,
+                           patience=3, verbose=0)
+    x, y = _data()
+    history = model.fit(x, y, epochs=10, verbose=0, callbacks=[best])
+    # Epoch 2 (3.0) is the best; 3, 4, 5 do not beat it: patience 3 stops after epoch 5.
+    assert best.stopped_early and len(history.history["loss"]) == 5
+    assert history.history["val_bleu"] == [1.0, 3.0, 2.0, 2.5, 2.9]
+    assert history.history["val_chrf"] == [10.0] * 5
+    assert [e["step"] for e in best.best()] == [2, 5]
+    assert sorted(os.listdir(tmp_path / "best")) == [
+        "ckpt-2.weights.h5", "ckpt-5.weights.h5", "scores.json"
+    ]
+    assert best.best_paths()[0].endswith("ckpt-2.weights.h5")
+    saved = json.loads((tmp_path / "best" / "scores.json").read_text())
+    assert [e["bleu"] for e in saved] == [1.0, 3.0, 2.0, 2.5, 2.9]
+    # The checkpoint holds the weights of its epoch.
+    restored = _model()
+    restored.load_weights(best.best_paths()[0])
+    for a, b in zip(restored.get_weights(), weights_at[2]):
+        np.testing.assert_array_equal(a, b)
+    # A resumed run reads the scores and keeps counting.
+    again = BestCheckpoints(score_fn, str(tmp_path / "best"), lambda: 7, keep=2, patience=3)
+    assert again.history == saved and again._epochs_since_improvement() == 3
+
+
+def test_best_checkpoints_errors(tmp_path):
+    with pytest.raises(ValueError, match="`keep` must be a positive integer"):
+        BestCheckpoints(dict, str(tmp_path), int, keep=0)
+    with pytest.raises(ValueError, match="`patience`"):
+        BestCheckpoints(dict, str(tmp_path), int, patience=0)
+    best = BestCheckpoints(lambda: {"chrf": 1.0}, str(tmp_path), lambda: 1)
+    best.set_model(_model())
+    with pytest.raises(ValueError, match="without the monitored 'bleu'"):
+        best.on_epoch_end(0, {})
