@@ -20,8 +20,9 @@ Give it a TSV file of sentence pairs, such as the Tatoeba/Anki `spa.txt`
    are printed.
 
 Each system trains in its own process, one after the other, so neither
-slows the other. Vocabulary learning is timed separately and is not part of
-the budget for either system.
+slows the other; or, with --side-by-side, both at once, each pinned to its
+own half of the CPUs. Vocabulary learning is timed separately and is not
+part of the budget for either system.
 
     python benchmarks/quality.py --tsv spa.txt --budget-minutes 60 --json quality.json
 """
@@ -66,6 +67,9 @@ def parse_args(argv=None):
     parser.add_argument("--recipe-flags", default="",
                         help="extra train.py flags for this recipe, e.g. '--dropout 0.2' "
                         "(for measuring other settings)")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="train the systems at the same time, each pinned to its own "
+                        "half of the CPUs (fair to both; halves the time the benchmark takes)")
     parser.add_argument("--json", help="write the results here as JSON")
     parser.add_argument("--only", choices=SYSTEMS, help=argparse.SUPPRESS)  # a child process
     return parser.parse_args(argv)
@@ -186,16 +190,35 @@ def main(argv=None):
         return child(args)
     if os.path.exists(os.path.join(args.workdir, "keras_attention", "config.json")):
         sys.exit(f"{args.workdir} holds an earlier benchmark run; choose another --workdir.")
+    os.makedirs(args.workdir, exist_ok=True)
     corpus, holdout = split_corpus(args)
     sources, references = test_pairs(corpus, args.max_test_sentences)
     sizes = {split: len(text) for split, text in corpus.texts.items()}
     print(f"Split of {args.tsv} (seed {args.split_seed}, grouped by source sentence): {sizes}")
     results = {}
-    for system in args.systems:
-        print(f"\n=== {system}: {args.budget_minutes:g} min of training ===", flush=True)
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if args.side_by_side and len(cpus) < len(args.systems):
+        sys.exit(f"--side-by-side needs a CPU per system; this process may use {len(cpus)}.")
+    processes = {}
+    for i, system in enumerate(args.systems):
         command = [sys.executable, os.path.abspath(__file__), *(argv or sys.argv[1:]),
                    "--only", system]
-        subprocess.run(command, check=True)
+        if args.side_by_side:
+            share = len(cpus) // len(args.systems)
+            pinned = set(cpus[i * share:(i + 1) * share])
+            print(f"=== {system}: {args.budget_minutes:g} min of training on CPUs "
+                  f"{sorted(pinned)} ===", flush=True)
+            log = open(os.path.join(args.workdir, f"{system}.log"), "w", encoding="utf-8")
+            processes[system] = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=lambda pinned=pinned: os.sched_setaffinity(0, pinned))
+        else:
+            print(f"\n=== {system}: {args.budget_minutes:g} min of training ===", flush=True)
+            subprocess.run(command, check=True)
+    for system, process in processes.items():
+        if process.wait() != 0:
+            sys.exit(f"{system} failed; see {os.path.join(args.workdir, system + '.log')}.")
+    for system in args.systems:
         with open(os.path.join(args.workdir, f"{system}.result.json"), encoding="utf-8") as f:
             result = json.load(f)
         if len(result["hypotheses"]) != len(references):
@@ -210,10 +233,12 @@ def main(argv=None):
         "split": {"seed": args.split_seed, "holdout": list(holdout), "pairs": sizes,
                   "test_sentences_scored": len(references)},
         "budget_minutes": args.budget_minutes,
+        "side_by_side": bool(args.side_by_side),
         "systems": results,
     }
+    how = ", side by side on half the CPUs each" if args.side_by_side else ", one after the other"
     print(f"\n{report['date']}, {describe(report['machine'])}; budget "
-          f"{args.budget_minutes:g} min of training per system; {len(references)} test pairs")
+          f"{args.budget_minutes:g} min of training per system{how}; {len(references)} test pairs")
     print("| system | precision | steps | BLEU | chrF | BLEU (lowercased) | chrF (lowercased) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for system, result in results.items():

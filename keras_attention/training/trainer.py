@@ -146,7 +146,8 @@ class Trainer:
             correct = masked_correct(labels, logits)
             return tf.reduce_sum(losses), tf.reduce_sum(mask), tf.reduce_sum(correct)
 
-        @tf.function
+        # One trace for every bucket length (validation batches come in several).
+        @tf.function(reduce_retracing=True)
         def eval_step(inputs, labels):
             outputs = strategy.run(replica_step, args=(inputs, labels))
             return [strategy.reduce("sum", x, axis=None) for x in outputs]

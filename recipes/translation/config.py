@@ -171,7 +171,9 @@ def add_config_flags(parser):
     for field in dataclasses.fields(TranslationConfig):
         kind = hints[field.name]
         base = typing.get_args(kind)[0] if typing.get_origin(kind) is typing.Union else kind
-        help_text = f"{field.metadata['help']} (bundled preset: {field.default})"
+        own = getattr(PRESETS[OWN_FILES_PRESET], field.name)
+        help_text = f"{field.metadata['help']} (bundled preset: {field.default}" + (
+            f"; {OWN_FILES_PRESET}: {own})" if own != field.default else ")")
         kwargs = {"default": argparse.SUPPRESS, "help": help_text, "dest": field.name}
         if base is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
