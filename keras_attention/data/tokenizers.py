@@ -62,7 +62,51 @@ def _normalize(texts, lowercase):
     return texts
 
 
-class SubwordTokenizer(tf.Module):
+class _Tokenizer(tf.Module):
+    """What both tokenizers share: `self.vocabulary` (tokens by id),
+    `self.lowercase` and `self._tf_text_tokenizer` (the TF Text op wrapper)."""
+
+    @property
+    def vocabulary_size(self):
+        return len(self.vocabulary)
+
+    def tokenize(self, texts):
+        """`texts` (string tensor of any rank) -> int32 RaggedTensor of ids,
+        one more (ragged) dimension than `texts`."""
+        texts = tf.convert_to_tensor(texts, dtype=tf.string)
+        return self._tf_text_tokenizer.tokenize(_normalize(texts, self.lowercase))
+
+    def detokenize(self, ids):
+        """int ids `[..., L]` (dense or ragged) -> strings `[...]`.
+
+        `[PAD]`, `[START]` and `[END]` are dropped (so padded decoder output
+        can be passed as is); `[UNK]` stays visible.
+        """
+        if not isinstance(ids, tf.RaggedTensor):
+            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
+        ids = tf.cast(ids, tf.int32)
+        keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID)
+        return self._detokenize(tf.ragged.boolean_mask(ids, keep))
+
+    def _detokenize(self, ids):
+        return self._tf_text_tokenizer.detokenize(ids)
+
+    def id_to_token(self, ids):
+        """int ids (any shape, dense or ragged) -> the token strings (WordPiece
+        marks word-internal pieces with "##", SentencePiece word starts with "▁")."""
+        if isinstance(ids, tf.RaggedTensor):
+            return tf.ragged.map_flat_values(self.id_to_token, ids)
+        return tf.gather(self._tokens, tf.cast(ids, tf.int32))
+
+    def token_to_id(self, token):
+        """A token string -> its id (Python); `[UNK]`'s id for unknown tokens."""
+        try:
+            return self.vocabulary.index(token)
+        except ValueError:
+            return UNK_ID
+
+
+class SubwordTokenizer(_Tokenizer):
     """A WordPiece tokenizer: strings to int32 ids and back, in TensorFlow ops.
 
     Args:
@@ -92,7 +136,7 @@ class SubwordTokenizer(tf.Module):
         self.vocabulary = vocabulary
         self.lowercase = bool(lowercase)
         self._tokens = tf.constant(vocabulary)
-        self._wordpiece = tf_text.FastWordpieceTokenizer(
+        self._tf_text_tokenizer = tf_text.FastWordpieceTokenizer(
             vocab=vocabulary,
             suffix_indicator=SUFFIX_INDICATOR,
             unknown_token=RESERVED_TOKENS[UNK_ID],
@@ -101,44 +145,11 @@ class SubwordTokenizer(tf.Module):
             token_out_type=tf.int32,
         )
 
-    @property
-    def vocabulary_size(self):
-        return len(self.vocabulary)
-
-    def tokenize(self, texts):
-        """`texts` (string tensor of any rank) -> int32 RaggedTensor of ids,
-        one more (ragged) dimension than `texts`."""
-        texts = tf.convert_to_tensor(texts, dtype=tf.string)
-        return self._wordpiece.tokenize(_normalize(texts, self.lowercase))
-
-    def detokenize(self, ids):
-        """int ids `[..., L]` (dense or ragged) -> strings `[...]`.
-
-        `[PAD]`, `[START]` and `[END]` are dropped (so padded decoder output
-        can be passed as is); `[UNK]` stays visible.
-        """
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
-        ids = tf.cast(ids, tf.int32)
-        keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID)
-        ids = tf.ragged.boolean_mask(ids, keep)
-        texts = self._wordpiece.detokenize(ids)
+    def _detokenize(self, ids):
+        texts = self._tf_text_tokenizer.detokenize(ids)
         for pattern, rewrite in _DETOKENIZE_RULES:
             texts = tf.strings.regex_replace(texts, pattern, rewrite)
         return texts
-
-    def id_to_token(self, ids):
-        """int ids (any shape, dense or ragged) -> the token strings."""
-        if isinstance(ids, tf.RaggedTensor):
-            return tf.ragged.map_flat_values(self.id_to_token, ids)
-        return tf.gather(self._tokens, tf.cast(ids, tf.int32))
-
-    def token_to_id(self, token):
-        """A token string -> its id (Python); `[UNK]`'s id for unknown tokens."""
-        try:
-            return self.vocabulary.index(token)
-        except ValueError:
-            return UNK_ID
 
     # -- files -------------------------------------------------------------
 
@@ -254,7 +265,7 @@ def _SharedSentencepieceResource(model, shared_name):  # noqa: N802  (a class fa
     return _shared_sentencepiece_resource_class()(model, shared_name)
 
 
-class SentencePieceTokenizer(tf.Module):
+class SentencePieceTokenizer(_Tokenizer):
     """A SentencePiece tokenizer (unigram or BPE): strings to int32 ids and back,
     in TensorFlow Text ops.
 
@@ -291,7 +302,7 @@ class SentencePieceTokenizer(tf.Module):
         self.vocabulary = vocabulary
         self.lowercase = bool(lowercase)
         self._tokens = tf.constant(vocabulary)
-        self._sentencepiece = tf_text.SentencepieceTokenizer(
+        self._tf_text_tokenizer = tf_text.SentencepieceTokenizer(
             model=self.model_proto, out_type=tf.int32, add_bos=False, add_eos=False
         )
         # TensorFlow Text's model resource is owned by the kernel that made it,
@@ -301,42 +312,9 @@ class SentencePieceTokenizer(tf.Module):
         # b/318839908 in TF Text). A resource with its own shared name lives in
         # the resource manager instead, and is re-created the same way when a
         # SavedModel is loaded.
-        self._sentencepiece._model_resource = _SharedSentencepieceResource(
+        self._tf_text_tokenizer._model_resource = _SharedSentencepieceResource(
             self.model_proto, f"sentencepiece_{uuid.uuid4().hex}"
         )
-
-    @property
-    def vocabulary_size(self):
-        return len(self.vocabulary)
-
-    def tokenize(self, texts):
-        """`texts` (string tensor of any rank) -> int32 RaggedTensor of ids,
-        one more (ragged) dimension than `texts`."""
-        texts = tf.convert_to_tensor(texts, dtype=tf.string)
-        return self._sentencepiece.tokenize(_normalize(texts, self.lowercase))
-
-    def detokenize(self, ids):
-        """int ids `[..., L]` (dense or ragged) -> strings `[...]`; `[PAD]`,
-        `[START]` and `[END]` are dropped, `[UNK]` stays visible."""
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
-        ids = tf.cast(ids, tf.int32)
-        keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID)
-        return self._sentencepiece.detokenize(tf.ragged.boolean_mask(ids, keep))
-
-    def id_to_token(self, ids):
-        """int ids (any shape, dense or ragged) -> the piece strings ("▁" marks a
-        word start)."""
-        if isinstance(ids, tf.RaggedTensor):
-            return tf.ragged.map_flat_values(self.id_to_token, ids)
-        return tf.gather(self._tokens, tf.cast(ids, tf.int32))
-
-    def token_to_id(self, token):
-        """A piece string -> its id (Python); `[UNK]`'s id for unknown pieces."""
-        try:
-            return self.vocabulary.index(token)
-        except ValueError:
-            return UNK_ID
 
     def save(self, directory, prefix):
         """Writes `<prefix>.model` (the SentencePiece model), `<prefix>.vocab.txt`

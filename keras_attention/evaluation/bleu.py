@@ -25,27 +25,24 @@ class BleuResult:
     details: str  # sacreBLEU's one-line summary (n-gram precisions, brevity penalty)
 
 
-def corpus_bleu(hypotheses, references):
-    """sacreBLEU corpus BLEU of `hypotheses` against one reference each."""
+def _corpus_score(metric, hypotheses, references):
     if len(hypotheses) != len(references):
         raise ValueError(
             f"{len(hypotheses)} hypotheses but {len(references)} references; expected as many."
         )
-    metric = sacrebleu.metrics.BLEU()
     result = metric.corpus_score(list(hypotheses), [list(references)])
     return BleuResult(result.score, str(metric.get_signature()), str(result))
+
+
+def corpus_bleu(hypotheses, references):
+    """sacreBLEU corpus BLEU of `hypotheses` against one reference each."""
+    return _corpus_score(sacrebleu.metrics.BLEU(), hypotheses, references)
 
 
 def corpus_chrf(hypotheses, references):
     """sacreBLEU corpus chrF (character n-gram F-score, chrF2) with its
     signature; less sensitive than BLEU to single-word differences."""
-    if len(hypotheses) != len(references):
-        raise ValueError(
-            f"{len(hypotheses)} hypotheses but {len(references)} references; expected as many."
-        )
-    metric = sacrebleu.metrics.CHRF()
-    result = metric.corpus_score(list(hypotheses), [list(references)])
-    return BleuResult(result.score, str(metric.get_signature()), str(result))
+    return _corpus_score(sacrebleu.metrics.CHRF(), hypotheses, references)
 
 
 def _pad_to_bucket(rows, boundaries):

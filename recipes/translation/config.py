@@ -148,9 +148,10 @@ PRESETS = {
 # early stopping, the best checkpoints averaged.
 PRESETS["own_corpus"] = TranslationConfig(
     dataset="text_files", source_lang=None, target_lang=None, holdout=(0.03, 0.03),
-    tokenizer="wordpiece", vocabulary_size=8000, max_length=64, batch_tokens=4096,
-    shuffle_buffer=200_000, model_preset="tutorial", steps=1_000_000, steps_per_epoch=1000,
-    warmup_steps=4000, early_stopping_patience=5, average_checkpoints=3,
+    tokenizer="wordpiece", vocabulary_size=8000, max_length=64, batch_tokens=2048,
+    shuffle_buffer=200_000, model_preset="tutorial", num_layers=3, d_model=256,
+    num_heads=4, intermediate_dim=1024, dropout=0.1, steps=1_000_000, steps_per_epoch=500,
+    warmup_steps=1000, early_stopping_patience=5, average_checkpoints=3,
     validation_bleu_sentences=1000,
 )
 DEFAULT_PRESET = "bundled"
