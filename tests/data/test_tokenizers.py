@@ -47,6 +47,13 @@ def test_round_trip_is_exact(tokenizers, side):
     assert [t.decode() for t in tokenizer.detokenize(ids).numpy()] == texts
 
 
+def test_numbers_and_currency_come_back_whole(sentence_pairs):
+    texts = ["Le debo 1.000 dólares.", "Es a las 2:30.", "Cuesta $3,50."]
+    extra = tf.data.Dataset.from_tensor_slices(texts * 5)
+    tokenizer = SubwordTokenizer.train(sentence_pairs.map(lambda s, t: t).concatenate(extra), 300)
+    assert [t.decode() for t in tokenizer.detokenize(tokenizer.tokenize(texts)).numpy()] == texts
+
+
 def test_subwords_for_unseen_words(tokenizers):
     source, _ = tokenizers
     ids = source.tokenize(tf.constant(["The redder tables."]))
