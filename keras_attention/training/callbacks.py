@@ -79,10 +79,13 @@ class BestCheckpoints(keras.callbacks.Callback):
         patience: epochs without improvement before stopping (`None`: never).
         min_delta: the improvement that counts.
         verbose: print the scores of each epoch.
+        write: save the checkpoints and `scores.json` (False on the other
+            workers of a multi-worker run: they score and stop alike, the
+            chief writes).
     """
 
     def __init__(self, score_fn, directory, step_fn, monitor="bleu", keep=1, patience=None,
-                 min_delta=0.0, verbose=1):
+                 min_delta=0.0, verbose=1, write=True):
         super().__init__()
         if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
             raise ValueError(f"`keep` must be a positive integer; received {keep!r}.")
@@ -98,6 +101,7 @@ class BestCheckpoints(keras.callbacks.Callback):
         self.patience = patience
         self.min_delta = min_delta
         self.verbose = verbose
+        self.write = write
         self.history = self._read_scores()  # [{"step": int, "bleu": ..., ...}], oldest first
         self.stopped_early = False
 
@@ -139,17 +143,8 @@ class BestCheckpoints(keras.callbacks.Callback):
         self.history.append({"step": step, "epoch": epoch + 1, **scores})
         if logs is not None:
             logs.update({f"val_{name}": value for name, value in scores.items()})
-        os.makedirs(self.directory, exist_ok=True)
-        kept = {e["step"] for e in self.best()}
-        if step in kept:
-            tmp = os.path.join(self.directory, f".tmp-ckpt-{step}.weights.h5")
-            self.model.save_weights(tmp)
-            os.replace(tmp, self._path(step))  # never a half-written file under the final name
-        for name in os.listdir(self.directory):
-            if name.startswith("ckpt-") and name.endswith(".weights.h5"):
-                if int(name[len("ckpt-"):-len(".weights.h5")]) not in kept:
-                    os.remove(os.path.join(self.directory, name))
-        atomic_write_text(self._scores_path, json.dumps(self.history, indent=1) + "\n")
+        if self.write:
+            self._save(step)
         improved = scores[self.monitor] > previous_best + self.min_delta
         if self.verbose:
             text = ", ".join(f"{name} {value:.2f}" for name, value in scores.items())
@@ -163,6 +158,21 @@ class BestCheckpoints(keras.callbacks.Callback):
                 if self.verbose:
                     print(f"No {self.monitor} improvement in {since} epochs "
                           f"(patience {self.patience}): stopping.", flush=True)
+
+    def _save(self, step):
+        """This epoch's weights if they are among the best; older files that
+        no longer are removed; the scores of every epoch."""
+        os.makedirs(self.directory, exist_ok=True)
+        kept = {e["step"] for e in self.best()}
+        if step in kept:
+            tmp = os.path.join(self.directory, f".tmp-ckpt-{step}.weights.h5")
+            self.model.save_weights(tmp)
+            os.replace(tmp, self._path(step))  # never a half-written file under the final name
+        for name in os.listdir(self.directory):
+            if name.startswith("ckpt-") and name.endswith(".weights.h5"):
+                if int(name[len("ckpt-"):-len(".weights.h5")]) not in kept:
+                    os.remove(os.path.join(self.directory, name))
+        atomic_write_text(self._scores_path, json.dumps(self.history, indent=1) + "\n")
 
     def _epochs_since_improvement(self):
         best, since = -math.inf, 0

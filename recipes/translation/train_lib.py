@@ -153,14 +153,12 @@ def _validation_scorer(config, corpus, model, source_tokenizer, target_tokenizer
 
 def _best_checkpoints_callback(config, workdir, corpus, model, source_tokenizer,
                                target_tokenizer, step_fn, chief, verbose):
-    directory = os.path.join(workdir, "checkpoints", "best")
-    if not chief:  # every worker scores (they agree); only the chief's files are kept
-        directory = os.path.join(workdir, "checkpoints", f".best_worker_tmp_{os.getpid()}")
     keep = config.average_checkpoints if config.select_checkpoints == "best" else 1
     return BestCheckpoints(
         _validation_scorer(config, corpus, model, source_tokenizer, target_tokenizer),
-        directory, step_fn, monitor="bleu", keep=keep,
+        os.path.join(workdir, "checkpoints", "best"), step_fn, monitor="bleu", keep=keep,
         patience=config.early_stopping_patience, verbose=verbose,
+        write=chief,  # every worker scores (they agree, and stop alike); the chief writes
     )
 
 

@@ -90,3 +90,16 @@ def test_best_checkpoints_errors(tmp_path):
     best.set_model(_model())
     with pytest.raises(ValueError, match="without the monitored 'bleu'"):
         best.on_epoch_end(0, {})
+
+
+def test_best_checkpoints_without_writing(tmp_path):
+    """The other workers of a multi-worker run score and stop like the chief
+    but write nothing."""
+    scores = iter([2.0, 1.0, 1.0])
+    steps = iter(range(1, 10))
+    best = BestCheckpoints(lambda: {"bleu": next(scores)}, str(tmp_path / "best"),
+                           lambda: next(steps), patience=2, verbose=0, write=False)
+    x, y = _data()
+    history = _model().fit(x, y, epochs=10, verbose=0, callbacks=[best])
+    assert best.stopped_early and len(history.history["loss"]) == 3
+    assert not (tmp_path / "best").exists()
