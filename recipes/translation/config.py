@@ -224,6 +224,9 @@ def check_config(config):
     if config.time_budget is not None and not (0 < config.time_budget < float("inf")):
         raise ValueError(f"--time-budget must be a positive number of minutes; "
                          f"received {config.time_budget!r}.")
+    if config.time_budget is not None and config.strategy == "multi_worker":
+        raise ValueError("--time-budget cannot stop several workers at the same step; "
+                         "use --steps with --strategy multi_worker.")
     if not isinstance(config.validation_bleu_sentences, int) or config.validation_bleu_sentences < 0:
         raise ValueError(f"--validation-bleu-sentences must be >= 0; "
                          f"received {config.validation_bleu_sentences!r}.")

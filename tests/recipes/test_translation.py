@@ -102,6 +102,7 @@ def test_choices_agree_with_the_library():
         ({"train_files": ("a", "b")}, "need --dataset text_files"),
         ({"dataset": "text_files", "train_files": ("a", "b", "c")}, "SRC TGT or one TSV"),
         ({"time_budget": 0.0}, "--time-budget must be a positive number"),
+        ({"time_budget": 5.0, "strategy": "multi_worker"}, "cannot stop several workers"),
         ({"early_stopping_patience": 0}, "--early-stopping-patience must be a positive"),
         ({"early_stopping_patience": 2, "validation_bleu_sentences": 0}, "needs validation BLEU"),
         ({"holdout": (-0.1, 0.1)}, "--holdout sizes must be >= 0"),
