@@ -1,12 +1,11 @@
 """SentencePiece tokenizers (unigram and BPE) learned by the native trainer
-and run by TensorFlow Text ops; and the learners' speed on a real-sized corpus."""
+and run by TensorFlow Text ops; both native learners on a real-sized corpus."""
 
 import json
 import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -178,14 +177,13 @@ def _synthetic_corpus(pairs, seed=0):
 
 
 @pytest.mark.parametrize("algorithm", ["wordpiece", "sentencepiece"])
-def test_learning_100k_pairs_takes_seconds(algorithm):
-    """The learners are native code: two 8k vocabularies for 100k pairs learn
-    in well under a minute (TensorFlow Text's Python learner took ~30 min
-    for 29k pairs). A generous bound, since test machines are shared."""
-    sources, targets = _synthetic_corpus(100_000)
+def test_learns_a_full_vocabulary_from_a_large_corpus(algorithm):
+    """50k pairs with ~30k word types: both native learners fill an 8k
+    vocabulary whose pieces cover the text without [UNK]. (Their speed is
+    measured by the recipe's log line and benchmarks/README.md, not here.)"""
+    sources, targets = _synthetic_corpus(50_000)
     pairs = tf.data.Dataset.from_tensor_slices((sources, targets))
-    start = time.perf_counter()
     source, target = train_tokenizers(pairs, 8000, algorithm=algorithm)
-    seconds = time.perf_counter() - start
-    assert seconds < 120, seconds
     assert source.vocabulary_size > 4000 and target.vocabulary_size > 4000
+    ids = target.tokenize(targets[:200])
+    assert not np.any(ids.flat_values.numpy() == UNK_ID)
