@@ -13,6 +13,7 @@ from keras_attention.decoding._search import (
     length_penalty_factor,
     run_search,
 )
+from keras_attention.layers._slices import update_slice
 
 
 def beam_search(
@@ -101,7 +102,7 @@ def beam_search(
         top_beam = top_index // vocabulary  # [B, 2K]
         top_token = ops.cast(top_index % vocabulary, "int32")  # [B, 2K]
         top_seq = gather(ops.reshape(sequences, (batch_size, k, length)), top_beam)  # [B, 2K, L+1]
-        top_seq = ops.slice_update(top_seq, (0, 0, i + 1), top_token[:, :, None])
+        top_seq = update_slice(top_seq, (0, 0, i + 1), top_token[:, :, None])
         ends = ops.equal(top_token, end_id)  # [B, 2K]
 
         # Live beams: the best K candidates that did not end.

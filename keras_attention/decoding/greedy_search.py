@@ -6,6 +6,7 @@ Shape legend: B batch, L maximum decoded length, V vocabulary size.
 from keras import ops
 
 from keras_attention.decoding._search import check_search_args, encode_source, run_search
+from keras_attention.layers._slices import update_slice
 
 
 def greedy_search(model, encoder_tokens, max_length, start_id, end_id, use_cache=True):
@@ -60,7 +61,7 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id, use_cache
         step = ops.take_along_axis(log_probs, next_ids[:, None], axis=-1)[:, 0]  # [B]
         next_ids = ops.where(finished, 0, next_ids)
         scores = scores + ops.where(finished, 0.0, step)
-        sequences = ops.slice_update(sequences, (0, i + 1), next_ids[:, None])
+        sequences = update_slice(sequences, (0, i + 1), next_ids[:, None])
         finished = ops.logical_or(finished, ops.equal(next_ids, end_id))
         return (sequences, scores, finished), None
 

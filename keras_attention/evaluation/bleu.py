@@ -16,6 +16,7 @@ import tensorflow as tf
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import END_ID, START_ID
 from keras_attention.decoding import search
+from keras_attention.layers import xla_ops_allowed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +62,7 @@ _SEARCHES = weakref.WeakKeyDictionary()
 
 
 def _compiled_search(model, beam_size, length_penalty, max_length):
-    key = (beam_size, length_penalty, max_length)
+    key = (beam_size, length_penalty, max_length, xla_ops_allowed())  # read when traced
     searches = _SEARCHES.setdefault(model, {})
     if key not in searches:
         searches[key] = tf.function(

@@ -1,6 +1,7 @@
 """Backend-agnostic attention layers: keras.ops only, except that `dropout`
 draws its random bits with the backend's own generator (see dropout.py)."""
 
+from keras_attention.layers._slices import update_slice, without_xla_ops, xla_ops_allowed
 from keras_attention.layers.attention import (
     ScaledDotProductAttention,
     scaled_dot_product_attention,
@@ -30,4 +31,7 @@ __all__ = [
     "padding_mask",
     "scaled_dot_product_attention",
     "sinusoidal_position_encoding",
+    "update_slice",
+    "without_xla_ops",
+    "xla_ops_allowed",
 ]

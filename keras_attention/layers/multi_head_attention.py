@@ -13,6 +13,7 @@ import math
 import keras
 from keras import ops
 
+from keras_attention.layers._slices import update_slice
 from keras_attention.layers._validation import (
     check_head_counts,
     check_positive_int,
@@ -228,8 +229,8 @@ class MultiHeadAttention(keras.layers.Layer):
             k, v = cache  # precomputed: [B, S, K, H], [B, S, K, Hv]
         else:
             start = [0, cache_update_index, 0, 0]
-            k = ops.slice_update(cache[0], start, self.key_dense(key))  # [B, L, K, H]
-            v = ops.slice_update(cache[1], start, self.value_dense(value))  # [B, L, K, Hv]
+            k = update_slice(cache[0], start, self.key_dense(key))  # [B, L, K, H]
+            v = update_slice(cache[1], start, self.value_dense(value))  # [B, L, K, Hv]
             cache = (k, v)
             key_mask = value_mask = None  # they describe the new step, not the cache
 

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from keras_attention.decoding import beam_search, greedy_search, search
+from keras_attention.layers import without_xla_ops
 from keras_attention.models import Transformer
 from tests.layer_test_case import to_numpy
 
@@ -72,6 +73,20 @@ def test_cached_decoding_equals_full_recomputation(trained, search):
             slow = beam_search(model, src, 9, START, END, beam_size=3, use_cache=False)
         np.testing.assert_array_equal(to_numpy(fast[0]), to_numpy(slow[0]))
         np.testing.assert_allclose(to_numpy(fast[1]), to_numpy(slow[1]), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("search", [greedy_search, beam_search])
+def test_decoding_without_xla_ops_gives_the_same_tokens(trained, search):
+    """The export's cache updates (gather + select, no XLA op) write the same
+    values as `slice_update`: tokens and scores are identical, not close."""
+    src, _ = reverse_task(np.random.default_rng(11), 6, min_len=1)
+    untrained = Transformer.from_preset("tiny", encoder_vocabulary_size=16, decoder_vocabulary_size=16)
+    for model in (trained, untrained):  # untrained: long, end-less outputs
+        tokens, scores = search(model, src, 9, START, END)
+        with without_xla_ops():
+            plain_tokens, plain_scores = search(model, src, 9, START, END)
+        np.testing.assert_array_equal(to_numpy(plain_tokens), to_numpy(tokens))
+        np.testing.assert_array_equal(to_numpy(plain_scores), to_numpy(scores))
 
 
 def test_beam_size_one_equals_greedy(trained):
