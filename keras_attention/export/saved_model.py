@@ -10,8 +10,9 @@ detokenizer all run inside its graph.
         assets.extra/export.json     beam size, length penalty, maximum lengths
 
 The graph uses only core TensorFlow and TensorFlow Text ops (TensorFlow
-Serving links TensorFlow Text) and loads in a process that imports nothing
-of this package. It is written with Keras' `ExportArchive`, which tracks the
+Serving links TensorFlow Text), no XLA op (it is traced under
+`without_xla_ops()`), checks that `text` is 1-D before tokenizing, and loads
+in a process that imports nothing of this package. It is written with Keras' `ExportArchive`, which tracks the
 model's variables rather than the Keras objects.
 """
 
@@ -24,6 +25,7 @@ import tensorflow as tf
 
 from keras_attention.data.tokenizers import END_ID, START_ID, save_tokenizers
 from keras_attention.decoding import search
+from keras_attention.layers import without_xla_ops
 
 SIGNATURE_INPUTS = ("text",)
 SIGNATURE_OUTPUTS = ("translation", "score")
@@ -36,11 +38,35 @@ def next_version(export_dir):
     return max(versions, default=0) + 1
 
 
+def check_text(text):
+    """`text` as a `[batch]` tensor, once the graph has checked at run time
+    that it is 1-D; otherwise the request fails with InvalidArgument.
+
+    TF Serving (and a loaded signature) feeds whatever the client sends, and
+    TF Text's tokenizers crash the whole process on a scalar or a `[1, 0]`
+    tensor (and silently mistranslate a `[2, 2]` one). The signature
+    therefore declares no shape at all: a declared `[None]` would let
+    Grappler fold this check away as always true.
+    """
+    rank = tf.rank(text)
+    check = tf.debugging.Assert(
+        tf.equal(rank, 1),
+        ["`text` must be a 1-D string tensor [batch] (one sentence per element); received "
+         "a tensor of shape", tf.shape(text)],
+        name="check_text_is_1d")
+    with tf.control_dependencies([check]):
+        return tf.reshape(text, [-1])  # [B]: a static rank for what follows
+
+
 def _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
                 max_output_length):
     max_input_length = model.max_length
 
     def serve(text):
+        with without_xla_ops():  # stock TF Serving cannot compile XLA ops
+            return translate_batch(check_text(text))
+
+    def translate_batch(text):
         ids = source_tokenizer.tokenize(text)  # [B, None] ragged; bad UTF-8 -> U+FFFD
         empty = ids.row_lengths() == 0  # "" and whitespace-only inputs
         ids = ids[:, : max_input_length - 1]  # long inputs are truncated, not rejected
@@ -111,7 +137,8 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
         "serving_default",
         _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
                     max_output_length),
-        input_signature=[tf.TensorSpec([None], tf.string, name="text")],
+        # No declared shape: `check_text` checks it at run time (see there).
+        input_signature=[tf.TensorSpec(None, tf.string, name="text")],
     )
     archive.write_out(tmp, verbose=verbose)
 

@@ -71,24 +71,37 @@ FRESH_PROCESS = textwrap.dedent(
     """
     import json, sys, threading
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401  registers the TF Text ops, as TF Serving links them
     from tensorflow.core.protobuf import saved_model_pb2
     from tensorflow.python.framework import op_def_registry
 
     path = sys.argv[1]
-    result = {"imported": sorted(m for m in sys.modules
-                                 if m.split(".")[0] in ("keras_attention", "keras_hub"))}
-    # (b) every op of the graph and of its function library is registered
+    # (b) the graph and its function library: every op registered by core
+    # TensorFlow or by TensorFlow Text (TF Serving links both), no XLA op,
+    # no function or call marked for XLA compilation
     proto = saved_model_pb2.SavedModel()
     proto.ParseFromString(open(path + "/saved_model.pb", "rb").read())
-    ops = set()
+    ops, xla_marked = set(), []
+    def walk(nodes, where):
+        for node in nodes:
+            ops.add(node.op)
+            xla_marked.extend(f"{where}/{node.name}: {key}" for key, value in node.attr.items()
+                              if key.startswith("_Xla") and value.b)
     for graph in proto.meta_graphs:
-        ops |= {n.op for n in graph.graph_def.node}
+        walk(graph.graph_def.node, "graph")
         for function in graph.graph_def.library.function:
-            ops |= {n.op for n in function.node_def}
+            walk(function.node_def, function.signature.name)
+            xla_marked.extend(f"{function.signature.name}: {key}" for key, value
+                              in function.attr.items() if key.startswith("_Xla") and value.b)
     functions = {f.signature.name for g in proto.meta_graphs for f in g.graph_def.library.function}
-    result["unregistered"] = sorted(op for op in ops
-                                    if op not in functions and op_def_registry.get(op) is None)
+    ops -= functions
+    core = {op for op in ops if op_def_registry.get(op) is not None}
+    import tensorflow_text  # noqa: F401  registers the TF Text ops, as TF Serving links them
+    result = {"imported": sorted(m for m in sys.modules
+                                 if m.split(".")[0] in ("keras_attention", "keras_hub"))}
+    result["text_ops"] = sorted(op for op in ops - core if op_def_registry.get(op) is not None)
+    result["unregistered"] = sorted(op for op in ops if op_def_registry.get(op) is None)
+    result["xla_ops"] = sorted(op for op in ops if op.startswith("Xla"))
+    result["xla_marked"] = xla_marked
     result["ops"] = len(ops)
     # (a) load and call it
     serve = tf.saved_model.load(path).signatures["serving_default"]
@@ -131,6 +144,17 @@ def test_loads_with_only_tensorflow_and_tensorflow_text(fresh_process, exported)
 def test_every_op_is_registered_by_tensorflow_and_tensorflow_text(fresh_process):
     assert fresh_process["ops"] > 20
     assert fresh_process["unregistered"] == []
+    # TF Text contributes the tokenizer ops only; everything else is core TensorFlow.
+    assert fresh_process["text_ops"], "the graph should tokenize with TF Text ops"
+    assert all("Wordpiece" in op or "Sentencepiece" in op or op.startswith(("Normalize", "Regex"))
+               for op in fresh_process["text_ops"]), fresh_process["text_ops"]
+
+
+def test_no_xla_op_and_no_xla_compiled_function(fresh_process):
+    """Stock TF Serving cannot compile XLA on GPU builds and disables it on
+    CPU builds: the key/value cache and token updates must be plain ops."""
+    assert fresh_process["xla_ops"] == []
+    assert fresh_process["xla_marked"] == []
 
 
 def test_bad_and_heavy_input(fresh_process):
@@ -139,6 +163,80 @@ def test_bad_and_heavy_input(fresh_process):
     assert isinstance(bad_bytes, str) and isinstance(huge, str)  # no error
     assert len(fresh_process["batch"]) == 256
     assert fresh_process["threads_equal"] is True
+
+
+MALFORMED = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    path = sys.argv[1]
+    cases = {
+        "scalar": np.array(b"The red book is on the table.", dtype=object),
+        "1x0": np.zeros((1, 0), dtype=object),
+        "2x2": np.array([[b"The red book.", b"Where is the cat?"], [b"I eat.", b"We see."]],
+                        dtype=object),
+        "1x1x1": np.array([[[b"The red book."]]], dtype=object),
+        "empty_batch": np.zeros((0,), dtype=object),
+    }
+
+    def outcome(run):
+        try:
+            return {"shapes": [list(np.shape(o)) for o in run()]}
+        except (tf.errors.InvalidArgumentError, ValueError) as e:
+            return {"error": type(e).__name__, "message": str(e)[-2000:]}
+
+    # TF2: the loaded signature, called the way a Python client would.
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    # TF1 session: how TF Serving runs a SavedModel (a callable feeds the
+    # tensor as sent, without the Python-side shape check of Session.run).
+    graph = tf.Graph()
+    with graph.as_default():
+        session = tf.compat.v1.Session()
+        meta = tf.compat.v1.saved_model.loader.load(session, ["serve"], path)
+        signature = meta.signature_def["serving_default"]
+        run = session.make_callable(
+            [signature.outputs[k].name for k in ("translation", "score")],
+            [signature.inputs["text"].name])
+    for case, value in cases.items():
+        print(json.dumps({"start": case}), flush=True)  # a crash is then attributed
+        result = {"case": case, "signature": outcome(
+            lambda: [o.numpy() for o in serve(text=tf.constant(value, tf.string)).values()])}
+        result["session"] = outcome(lambda: run(value))
+        print(json.dumps(result), flush=True)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def malformed(exported):
+    """Each malformed request, through a loaded signature and through a TF1
+    session (TF Serving's way), in one fresh process: a crash there names
+    the case that caused it."""
+    result = subprocess.run([sys.executable, "-c", MALFORMED, exported],
+                            capture_output=True, text=True, timeout=600, check=False)
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert result.returncode == 0, (f"crashed ({result.returncode}) on {lines[-1] if lines else '?'}"
+                                    f": {result.stderr[-3000:]}")
+    return {line["case"]: line for line in lines if "case" in line}
+
+
+@pytest.mark.parametrize("case", ["scalar", "1x0", "2x2", "1x1x1"])
+def test_malformed_request_is_refused_without_crashing(malformed, case):
+    """TF Text's tokenizer crashes the process on a scalar (SIGSEGV) or a
+    [1, 0] tensor (abort), and mistranslates [2, 2]: the graph must refuse
+    them with InvalidArgument first."""
+    for path in ("signature", "session"):
+        outcome = malformed[case][path]
+        assert outcome.get("error") == "InvalidArgumentError", (path, outcome)
+        assert "`text` must be a 1-D string tensor [batch]" in outcome["message"], outcome
+
+
+def test_empty_batch_gives_empty_outputs(malformed):
+    assert malformed["empty_batch"]["signature"] == {"shapes": [[0], [0]]}, malformed
+    assert malformed["empty_batch"]["session"] == {"shapes": [[0], [0]]}, malformed
 
 
 def test_saved_model_cli_scan_finds_no_denylisted_op(exported):
