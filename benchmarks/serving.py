@@ -11,9 +11,12 @@ warm-up:
 and the same for `keras_attention.evaluation.translate` (the Keras model,
 Python-side tokenization, the same beam search compiled with tf.function)
 in the same process, with the same beam size and sentences, and reports the
-ratios SavedModel / Python side.
+ratios SavedModel / Python side. `--baseline-version N` also measures
+another export of the run (e.g. one written by an older version of the
+package) in the same process and reports the ratios against it.
 
     python benchmarks/serving.py --workdir runs/translation [--sentences 64] [--json out.json]
+    python benchmarks/serving.py --workdir runs/translation --version 2 --baseline-version 1
 """
 
 import argparse
@@ -29,6 +32,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401
+
+from benchmarks._machine import cpu_info, describe  # noqa: E402
 
 
 def measure(translate_batch, sentences, batch_size):
@@ -57,6 +62,8 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", default="runs/translation", help="a trained run directory")
     parser.add_argument("--version", help="export version (default: the newest)")
+    parser.add_argument("--baseline-version",
+                        help="also measure this export version and compare against it")
     parser.add_argument("--sentences", type=int, default=64, help="test sentences to time")
     parser.add_argument("--batch-size", type=int, default=32, help="batch for throughput")
     parser.add_argument("--json", help="also write the results to this file")
@@ -73,33 +80,44 @@ def main(argv=None):
     pairs = make_corpus(config).load(config.eval_split).take(args.sentences)
     sentences = [s.decode("utf-8") for s, _ in pairs.as_numpy_iterator()]
 
-    serving = tf.saved_model.load(path).signatures["serving_default"]
-
-    def saved_model_batch(texts):
-        return serving(text=tf.constant(texts))["translation"].numpy()
+    def saved_model(export_path):
+        serving = tf.saved_model.load(export_path).signatures["serving_default"]
+        return lambda texts: serving(text=tf.constant(texts))["translation"].numpy()
 
     def python_batch(texts):
         return translate(model, source, target, texts, beam_size=settings["beam_size"],
                          length_penalty=settings["length_penalty"], verbose=0)
 
+    candidates = {"saved_model": saved_model(path), "python_translate": python_batch}
+    if args.baseline_version:
+        baseline = os.path.join(export_dir, str(args.baseline_version))
+        candidates["baseline_saved_model"] = saved_model(baseline)
     results = {
+        "machine": cpu_info(),
         "export": path,
         "beam_size": settings["beam_size"],
         "sentences": len(sentences),
         "batch_size": args.batch_size,
-        "saved_model": measure(saved_model_batch, sentences, args.batch_size),
-        "python_translate": measure(python_batch, sentences, args.batch_size),
     }
-    s, p = results["saved_model"], results["python_translate"]
-    results["ratio_latency_median"] = p["latency_median_ms"] / s["latency_median_ms"]
-    results["ratio_throughput"] = s["sentences_per_second_batch"] / p["sentences_per_second_batch"]
+    results.update({name: measure(fn, sentences, args.batch_size)
+                    for name, fn in candidates.items()})
+    print(describe(results["machine"]))
     print(f"{'':24} {'median ms':>10} {'p90 ms':>8} {'sent/s @' + str(args.batch_size):>12}")
-    for name in ("saved_model", "python_translate"):
+    for name in candidates:
         r = results[name]
         print(f"{name:24} {r['latency_median_ms']:10.1f} {r['latency_p90_ms']:8.1f} "
               f"{r['sentences_per_second_batch']:12.1f}")
-    print(f"SavedModel vs Python side: {results['ratio_latency_median']:.2f}x lower median "
-          f"latency, {results['ratio_throughput']:.2f}x throughput (beam {settings['beam_size']})")
+    for other, label in (("python_translate", "Python side"),
+                         ("baseline_saved_model", f"export {args.baseline_version}")):
+        if other not in results:
+            continue
+        s, p = results["saved_model"], results[other]
+        latency = p["latency_median_ms"] / s["latency_median_ms"]
+        throughput = s["sentences_per_second_batch"] / p["sentences_per_second_batch"]
+        results[f"ratio_latency_median_vs_{other}"] = latency
+        results[f"ratio_throughput_vs_{other}"] = throughput
+        print(f"SavedModel vs {label}: {latency:.2f}x lower median latency, "
+              f"{throughput:.2f}x throughput (beam {settings['beam_size']})")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(results, f, indent=2)

@@ -39,3 +39,19 @@ def test_profile_train_step_runs():
     assert any(line.startswith("matmuls (oneDNN)") for line in lines), result.stdout
     total = next(line for line in lines if line.startswith("total")).split()[1:]
     assert len(total) == 2 and all(float(t) > 0 for t in total)  # both models profiled
+
+
+def test_serving_benchmark_runs(tiny_run, tmp_path):
+    _, workdir, _ = tiny_run
+    out = tmp_path / "serving.json"
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "benchmarks", "serving.py"), "--workdir", str(workdir),
+         "--sentences", "4", "--batch-size", "2", "--baseline-version", "1", "--json", str(out)],
+        capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
+        env={**os.environ, "KERAS_BACKEND": "tensorflow"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert {"saved_model", "python_translate", "baseline_saved_model"} <= set(data)
+    assert data["machine"]["model"] and data["ratio_throughput_vs_baseline_saved_model"] > 0
+    assert "SavedModel vs export 1" in result.stdout
