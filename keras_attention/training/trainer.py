@@ -11,7 +11,8 @@ progress bars, Keras callbacks (`on_train_begin`, `on_epoch_end`, ...,
 
 Preemption safety (as `keras.callbacks.BackupAndRestore`, but to the step):
 the model and the optimizer (with its step counter) are written to `backup_dir` every `backup_every_steps` steps, at each epoch end
-and when the process gets SIGTERM; a run started again with the same
+and when the process gets SIGTERM (then only there: the epoch checkpoints in
+`checkpoint_dir` are written at epoch ends only); a run started again with the same
 arguments restores the latest backup and continues from its step, so it ends
 at the same step count as an uninterrupted run. TensorFlow writes a
 checkpoint to temporary files and renames them, so a kill mid-write leaves
@@ -308,6 +309,11 @@ class Trainer:
                     tf.summary.scalar("tokens_per_second", logs["tokens/s"])
             if self.backup_every_steps and step % self.backup_every_steps == 0 and step < end:
                 self._save_backup(manager, step)
+        if self._sigterm and step < end:
+            # Preemption mid-epoch: only the backup is written (by `fit`); no
+            # validation, epoch checkpoint or `on_epoch_end` at a step that ends
+            # no epoch (checkpoint_dir holds epoch ends only: they are averaged).
+            return step
         logs["steps"] = step - first
         logs["seconds"] = time.perf_counter() - start
         logs["tokens"] = tokens + source_tokens

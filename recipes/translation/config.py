@@ -119,6 +119,29 @@ class TranslationConfig:
         return cls(**values)
 
 
+def load_config(path):
+    """The `TranslationConfig` in a run's `config.json`; a ValueError naming
+    the file when it is not a valid config (e.g. truncated)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        return TranslationConfig.from_json(text)
+    except (ValueError, TypeError) as e:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"{path} is not a valid run config ({e}); restore it, or delete "
+                         "the run directory to start over.") from None
+
+
+def positive_int(text):
+    """argparse `type` for flags that take a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer; received {text!r}")
+    return value
+
+
 PRESETS = {
     # The bundled English -> Spanish corpus: trains on a 2-core CPU in minutes.
     "bundled": TranslationConfig(),
@@ -241,6 +264,10 @@ def check_config(config):
             f"--average-checkpoints {config.average_checkpoints} needs at least that many kept "
             f"checkpoints; --keep-checkpoints is {config.keep_checkpoints}."
         )
+    if config.max_eval_sentences is not None and (
+            not isinstance(config.max_eval_sentences, int) or config.max_eval_sentences < 1):
+        raise ValueError(f"--max-eval-sentences must be a positive integer (omit it to score "
+                         f"every sentence); received {config.max_eval_sentences!r}.")
     if not isinstance(config.attention_plots, int) or config.attention_plots < 0:
         raise ValueError(f"--attention-plots must be >= 0; received {config.attention_plots!r}.")
     if not 0.0 <= config.label_smoothing < 1.0:

@@ -19,8 +19,9 @@ import logging
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from recipes.translation.config import positive_int  # noqa: E402
 
 
 def main(argv=None):
@@ -37,7 +38,8 @@ def main(argv=None):
     parser.add_argument("--reference-file", help="their reference translations, one per line")
     parser.add_argument("--output-dir", help="where the hypotheses and scores go "
                         "(default: the run directory)")
-    parser.add_argument("--beam-size", type=int, help="beam size (default: the run's)")
+    parser.add_argument("--beam-size", type=positive_int,
+                        help="beam size (default: the run's)")
     parser.add_argument("--length-penalty", type=float, help="length penalty (default: the run's)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
@@ -46,6 +48,9 @@ def main(argv=None):
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     logging.getLogger("keras_attention").setLevel(logging.INFO)
 
+    from recipes._startup import import_tensorflow
+
+    import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
     from recipes.translation.train_lib import evaluate_run
 
     try:
@@ -55,7 +60,7 @@ def main(argv=None):
             output_dir=args.output_dir, beam_size=args.beam_size,
             length_penalty=args.length_penalty, verbose=0 if args.quiet else 1,
         )
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e}\n")
     print(json.dumps(result, indent=2))
 

@@ -20,8 +20,9 @@ import logging
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from recipes.translation.config import positive_int  # noqa: E402
 
 
 def main(argv=None):
@@ -34,10 +35,11 @@ def main(argv=None):
     parser.add_argument("--export-dir", help="TF Serving's model base path "
                         "(default: <workdir>/export)")
     parser.add_argument("--version", type=int, help="version folder (default: the next number)")
-    parser.add_argument("--beam-size", type=int, help="beam size (default: the run's; 1: greedy)")
+    parser.add_argument("--beam-size", type=positive_int,
+                        help="beam size (default: the run's; 1: greedy)")
     parser.add_argument("--length-penalty", type=float,
                         help="GNMT length penalty alpha (default: the run's)")
-    parser.add_argument("--max-output-length", type=int,
+    parser.add_argument("--max-output-length", type=positive_int,
                         help="most target tokens (default: the run's --max-length)")
     parser.add_argument("--dtype-policy", choices=("float32", "mixed_bfloat16", "mixed_float16"),
                         help="serve under this precision (default: the model's; float32 "
@@ -45,6 +47,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 
+    from recipes._startup import import_tensorflow
+
+    import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
     from keras_attention.export import export_translator
     from recipes.translation.train_lib import load_run
 
@@ -53,12 +58,12 @@ def main(argv=None):
         path = export_translator(
             model, source, target, args.export_dir or os.path.join(args.workdir, "export"),
             version=args.version,
-            beam_size=args.beam_size or config.beam_size,
+            beam_size=config.beam_size if args.beam_size is None else args.beam_size,
             length_penalty=config.length_penalty if args.length_penalty is None
             else args.length_penalty,
             max_output_length=args.max_output_length, dtype_policy=args.dtype_policy,
         )
-    except (ValueError, FileNotFoundError, FileExistsError) as e:
+    except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e}\n")
     print(f"Exported to {path}")
 

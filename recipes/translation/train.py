@@ -28,7 +28,6 @@ import logging
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 from recipes.translation.config import add_config_flags, config_from_args  # noqa: E402
@@ -49,11 +48,14 @@ def main(argv=None):
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
     logging.getLogger("keras_attention").setLevel(logging.INFO)
 
+    from recipes._startup import import_tensorflow
+
+    import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
     from recipes.translation.train_lib import train_and_evaluate
 
     try:
         train_and_evaluate(config, args.workdir, verbose=0 if args.quiet else 1)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, OSError) as e:  # OSError: e.g. a full disk, naming its path
         parser.exit(2, f"error: {e}\n")
 
 

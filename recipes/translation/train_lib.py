@@ -18,12 +18,14 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import time
 
 import keras
 
 from keras_attention._io import atomic_write_text
 from keras_attention.data import (
+    RESERVED_TOKENS,
     TextFilesCorpus,
     TfdsCorpus,
     length_statistics,
@@ -48,7 +50,7 @@ from keras_attention.training import (
     resolve_precision,
 )
 from keras_attention.visualization import attention_maps, save_attention_heatmaps
-from recipes.translation.config import TranslationConfig, check_config
+from recipes.translation.config import check_config, load_config
 
 logger = logging.getLogger("keras_attention")
 
@@ -69,13 +71,41 @@ def make_corpus(config):
                       data_dir=config.data_dir)
 
 
+def _check_workdir_path(workdir):
+    """A workdir that is a directory this process may write in, or can be created."""
+    existing = os.path.abspath(workdir)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        where = "" if existing == os.path.abspath(workdir) else f" ({existing} is in its path)"
+        raise ValueError(f"--workdir {workdir}: {existing} is a file, not a directory{where}; "
+                         "choose another --workdir.")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--workdir {workdir}: cannot write in {existing} (permission "
+                         "denied); choose a --workdir you can write to.")
+
+
+def _check_model_settings(config):
+    """Raises ValueError for model settings the tokenizers or the Transformer
+    refuse, before anything is written: builds the model once with
+    vocabularies of `--vocabulary-size` (the learned ones are at most that)."""
+    if config.vocabulary_size <= len(RESERVED_TOKENS):
+        raise ValueError(f"--vocabulary-size must exceed the {len(RESERVED_TOKENS)} reserved "
+                         f"tokens {list(RESERVED_TOKENS)}; received {config.vocabulary_size}.")
+    try:
+        build_model(config, config.vocabulary_size, config.vocabulary_size)
+    except ValueError as e:
+        raise ValueError(f"The model settings (--model-preset {config.model_preset} with "
+                         f"--num-layers/--d-model/--num-heads/--intermediate-dim/--dropout) "
+                         f"are refused: {e}") from None
+
+
 def _check_workdir(config, workdir):
     """A new run directory, or one holding the same config (a resumed run)."""
     path = os.path.join(workdir, "config.json")
     if not os.path.exists(path):
         return False
-    with open(path, encoding="utf-8") as f:
-        previous = TranslationConfig.from_json(f.read())
+    previous = load_config(path)
     if previous != config:
         changed = [
             f"{f.name}: {getattr(previous, f.name)!r} -> {getattr(config, f.name)!r}"
@@ -118,10 +148,12 @@ def _write_json(path, value):
     atomic_write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
-def _tokenizers(config, corpus, workdir, chief):
+def _tokenizers(config, corpus, workdir):
+    """`(source, target, learned)`: the run's saved tokenizers, or new ones
+    learned from the training split (`learned`; saved by the caller)."""
     vocab_dir = os.path.join(workdir, "vocab")
     if os.path.exists(os.path.join(vocab_dir, "target.json")):
-        return load_tokenizers(vocab_dir)
+        return (*load_tokenizers(vocab_dir), False)
     print(f"Learning {config.tokenizer} vocabularies from {corpus!r} ...", flush=True)
     start = time.perf_counter()
     tokenizers = train_tokenizers(corpus.load("train"), config.vocabulary_size,
@@ -129,9 +161,21 @@ def _tokenizers(config, corpus, workdir, chief):
                                   algorithm=config.tokenizer)
     print(f"Learned {tokenizers[0].vocabulary_size} source and {tokenizers[1].vocabulary_size} "
           f"target tokens in {time.perf_counter() - start:.1f} s.", flush=True)
-    if chief:
-        save_tokenizers(vocab_dir, *tokenizers)
-    return tokenizers
+    return (*tokenizers, True)
+
+
+def _check_training_pairs(config, stats):
+    """Raises ValueError when no training pair is left after the length policy
+    (training would wait forever for its first batch)."""
+    if stats["pairs"] == 0:
+        raise ValueError("The training data has no sentence pairs.")
+    if config.length_policy == "drop" and stats["over_max_length"] == stats["pairs"]:
+        raise ValueError(
+            f"No training pairs left: all {stats['pairs']} were dropped because they are "
+            f"longer than --max-length {config.max_length} tokens (the longest has "
+            f"{max(stats['max_source_length'], stats['max_target_length'])}). Raise "
+            "--max-length, or keep them shortened with --length-policy truncate."
+        )
 
 
 def _validation_scorer(config, corpus, model, source_tokenizer, target_tokenizer):
@@ -203,30 +247,38 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
     Started again with the same config and workdir, it resumes from the
     latest backup. Returns the metrics dict (also in `metrics.json`).
     """
+    # Everything is checked before anything is written: a refused command
+    # leaves the workdir as it was, so the corrected one starts afresh.
     check_config(config)
+    _check_workdir_path(workdir)
     corpus = make_corpus(config)  # bad files stop the run before it writes anything
     resumed = _check_workdir(config, workdir)
-    keras.utils.set_random_seed(config.seed)
     strategy = make_strategy(config.strategy, tpu=config.tpu)
+    # After the strategy: building a model starts TensorFlow's runtime, which
+    # MultiWorkerMirroredStrategy must configure first.
+    _check_model_settings(config)
+    keras.utils.set_random_seed(config.seed)
     precision = resolve_precision(config.precision, strategy)
     keras.config.set_dtype_policy(precision)
     chief = is_chief(strategy)
     print(f"Run directory: {workdir} ({'resuming' if resumed else 'new'}); strategy "
           f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s); "
           f"precision {precision}.", flush=True)
-    if chief:
-        os.makedirs(workdir, exist_ok=True)
-        if not resumed:
-            # Atomic: other workers may read it while the chief writes it.
-            atomic_write_text(os.path.join(workdir, "config.json"), config.to_json())
-
-    source_tokenizer, target_tokenizer = _tokenizers(config, corpus, workdir, chief)
+    source_tokenizer, target_tokenizer, learned = _tokenizers(config, corpus, workdir)
     train_pairs = corpus.load("train")
     stats = length_statistics(train_pairs, source_tokenizer, target_tokenizer, config.max_length)
     action = "dropped" if config.length_policy == "drop" else "truncated"
     print(f"Training pairs: {stats['pairs']}; mean length {stats['mean_source_length']:.1f} "
           f"source / {stats['mean_target_length']:.1f} target tokens; "
           f"{stats['over_max_length']} over --max-length {config.max_length} ({action}).")
+    _check_training_pairs(config, stats)
+    if chief:
+        os.makedirs(workdir, exist_ok=True)
+        if not resumed:
+            # Atomic: other workers may read it while the chief writes it.
+            atomic_write_text(os.path.join(workdir, "config.json"), config.to_json())
+        if learned:
+            save_tokenizers(os.path.join(workdir, "vocab"), source_tokenizer, target_tokenizer)
 
     with strategy.scope():
         model = build_model(config, source_tokenizer.vocabulary_size,
@@ -375,8 +427,7 @@ def load_run(workdir, checkpoint=None):
     config_path = os.path.join(workdir, "config.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{workdir} is not a run directory: it has no config.json.")
-    with open(config_path, encoding="utf-8") as f:
-        config = TranslationConfig.from_json(f.read())
+    config = load_config(config_path)
     source_tokenizer, target_tokenizer = load_tokenizers(os.path.join(workdir, "vocab"))
     if checkpoint is None:
         model_path = os.path.join(workdir, "model.keras")
@@ -402,14 +453,30 @@ def load_model_and_tokenizers(workdir=None, model_path=None, vocab_dir=None):
     return keras.saving.load_model(model_path), source_tokenizer, target_tokenizer
 
 
+def heatmap_prefix(sentence, output_dir):
+    """A file-name prefix made of the sentence's first words ("the_red_book_"),
+    numbered ("the_red_book_2_") when `output_dir` holds heatmaps with it
+    already: heatmaps are never overwritten."""
+    stem = "_".join(re.findall(r"\w+", sentence.lower()))[:40].strip("_") or "sentence"
+    prefix, number = f"{stem}_", 1
+    # Every set of heatmaps has `<prefix>cross_attention.png`; no other
+    # prefix can produce that name.
+    while os.path.exists(os.path.join(output_dir, f"{prefix}cross_attention.png")):
+        number += 1
+        prefix = f"{stem}_{number}_"
+    return prefix
+
+
 def visualize(model, source_tokenizer, target_tokenizer, sentences, output_dir, target=None,
               layers=None, beam_size=4, length_penalty=0.6):
-    """Attention heatmaps (PNG) for each sentence, named `sentence<i>_*.png`."""
+    """Attention heatmaps (PNG) for each sentence, named after the sentence
+    (`heatmap_prefix`), never overwriting files. Returns the paths written."""
     paths = []
-    for i, sentence in enumerate(sentences, start=1):
+    for sentence in sentences:
         maps = attention_maps(model, source_tokenizer, target_tokenizer, sentence, target,
                               beam_size=beam_size, length_penalty=length_penalty)
-        paths += save_attention_heatmaps(maps, output_dir, prefix=f"sentence{i}_", layers=layers)
+        paths += save_attention_heatmaps(maps, output_dir, layers=layers,
+                                         prefix=heatmap_prefix(sentence, output_dir))
     return paths
 
 
@@ -441,5 +508,8 @@ def evaluate_run(workdir, checkpoint=None, split=None, source_file=None, referen
                    split=split, sources=sources, references=references,
                    output_prefix=os.path.join(output_dir, f"hypotheses.{name}"), verbose=verbose)
     result["checkpoint"] = checkpoint or "model.keras"
-    _write_json(os.path.join(output_dir, f"scores.{name}.json"), result)
+    scores_path = os.path.join(output_dir, f"scores.{name}.json")
+    _write_json(scores_path, result)
+    print(f"Wrote {os.path.join(output_dir, f'hypotheses.{name}.txt')} and {scores_path}",
+          flush=True)
     return result

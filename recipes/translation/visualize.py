@@ -18,8 +18,9 @@ import argparse
 import os
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+from recipes.translation.config import positive_int  # noqa: E402
 
 
 def main(argv=None):
@@ -35,10 +36,12 @@ def main(argv=None):
                         help="a source sentence (repeat for several)")
     parser.add_argument("--target", help="a target sentence: teacher-forced maps of the pair "
                         "(only with one --sentence)")
-    parser.add_argument("--output-dir", help="where the PNGs go (default: <workdir>/attention)")
+    parser.add_argument("--output-dir", help="where the PNGs go (default: <workdir>/attention); "
+                        "files are named after the sentence and never overwritten")
     parser.add_argument("--layers", type=int, nargs="+",
                         help="layers to draw per head, 1-based (default: all)")
-    parser.add_argument("--beam-size", type=int, default=4, help="beam size (default: 4)")
+    parser.add_argument("--beam-size", type=positive_int, default=4,
+                        help="beam size (default: 4)")
     args = parser.parse_args(argv)
     if args.model and not args.vocab:
         parser.error("--model needs --vocab")
@@ -47,16 +50,20 @@ def main(argv=None):
     if not (args.output_dir or args.workdir):
         parser.error("--model needs --output-dir")
 
+    from recipes._startup import import_tensorflow
+
+    import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
     from recipes.translation.train_lib import load_model_and_tokenizers, visualize
 
     try:
         model, source_tokenizer, target_tokenizer = load_model_and_tokenizers(
             args.workdir, args.model, args.vocab)
-        paths = visualize(model, source_tokenizer, target_tokenizer, args.sentence,
-                          args.output_dir or os.path.join(args.workdir, "attention"),
+        output_dir = args.output_dir or os.path.join(args.workdir, "attention")
+        paths = visualize(model, source_tokenizer, target_tokenizer, args.sentence, output_dir,
                           target=args.target, layers=args.layers, beam_size=args.beam_size)
-    except (ValueError, FileNotFoundError) as e:
+    except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e}\n")
+    print(f"Wrote {len(paths)} attention heatmaps to {output_dir}:")
     for path in paths:
         print(path)
 

@@ -29,6 +29,7 @@ from tests.conftest import TINY, free_ports, tiny_config
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(ROOT, "recipes", "translation", "train.py")
 EVALUATE = os.path.join(ROOT, "recipes", "translation", "evaluate.py")
+EXPORT = os.path.join(ROOT, "recipes", "translation", "export.py")
 
 
 def cli_flags(config):
@@ -106,6 +107,8 @@ def test_choices_agree_with_the_library():
         ({"early_stopping_patience": 0}, "--early-stopping-patience must be a positive"),
         ({"early_stopping_patience": 2, "validation_bleu_sentences": 0}, "needs validation BLEU"),
         ({"holdout": (-0.1, 0.1)}, "--holdout sizes must be >= 0"),
+        ({"max_eval_sentences": -5}, "--max-eval-sentences must be a positive integer"),
+        ({"max_eval_sentences": 0}, "--max-eval-sentences must be a positive integer"),
     ],
 )
 def test_bad_config(overrides, match):
@@ -168,13 +171,69 @@ def test_evaluate_a_split_files_and_a_checkpoint(tiny_run, text_files, tmp_path)
 
 def test_evaluate_command_line(tiny_run, tmp_path):
     _, workdir, _ = tiny_run
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user's
     result = subprocess.run(
         [sys.executable, EVALUATE, "--workdir", str(workdir), "--split", "test", "--quiet",
          "--output-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
+        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT, env=env,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout[result.stdout.index("{"):])["eval_split"] == "test"
+    # It says where its files went, and TensorFlow's start-up noise on a machine
+    # without a GPU ("E0000 ... failed call to cuInit: ... CUDA error") is gone.
+    assert f"Wrote {tmp_path / 'hypotheses.test.txt'} and {tmp_path / 'scores.test.json'}" in (
+        result.stdout)
+    assert "cuInit" not in result.stderr and "CUDA" not in result.stderr, result.stderr
+    assert "I0000" not in result.stderr, result.stderr  # TF_CPP_MIN_LOG_LEVEL=2 holds
+
+
+def test_startup_filter_hides_only_the_known_noise():
+    from recipes._startup import _hidden
+
+    cuinit = ("E0000 00:00:1796030194.392281   30450 cuda_platform.cc:52] failed call to "
+              "cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n")
+    assert _hidden(cuinit, 2, gpu=False)
+    assert not _hidden(cuinit, 2, gpu=True)  # with a GPU it reports a real problem
+    assert not _hidden("E0000 00:00:1.0   1 foo.cc:1] Out of memory\n", 2, gpu=False)
+    assert not _hidden("Traceback (most recent call last):\n", 3, gpu=False)
+    info = "I0000 00:00:1.0   1 port.cc:153] oneDNN custom operations are on.\n"
+    assert _hidden(info, 2, gpu=True) and not _hidden(info, 0, gpu=True)
+    assert not _hidden("W0000 00:00:1.0   1 x.cc:1] careful\n", 1, gpu=True)
+
+
+def test_export_command_refuses_beam_size_0(tiny_run):
+    _, workdir, _ = tiny_run
+    before = snapshot(workdir)
+    result = subprocess.run([sys.executable, EXPORT, "--workdir", str(workdir), "--beam-size", "0"],
+                            capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
+    assert result.returncode == 2, result.stdout[-2000:]
+    assert "--beam-size: must be a positive integer; received '0'" in result.stderr
+    assert snapshot(workdir) == before
+
+
+def test_truncated_config_json_is_named(tmp_path, text_files):
+    workdir = tmp_path / "run"
+    workdir.mkdir()
+    (workdir / "config.json").write_text(TranslationConfig().to_json()[:80], encoding="utf-8")
+    message = f"{workdir / 'config.json'} is not a valid run config"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        evaluate_run(str(workdir), verbose=0)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        train_and_evaluate(tiny_config(text_files), str(workdir), verbose=0)
+
+
+def test_readme_loading_lines_work_in_a_fresh_process(tiny_run):
+    """The README's Python lines, run as written (with this run's workdir)."""
+    _, workdir, _ = tiny_run
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    blocks = re.findall(r"```python\n(.*?)```", readme, re.S)
+    start = next(i for i, b in enumerate(blocks) if "keras.saving.load_model(" in b)
+    code = (blocks[start] + blocks[start + 1]).replace("runs/translation", str(workdir))
+    assert code.startswith("import keras\nimport keras_attention")
+    result = subprocess.run([sys.executable, "-c", code + "\nprint(repr(translations[0]))"],
+                            capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1].startswith("'")
 
 
 def test_missing_or_corrupt_checkpoint_touches_nothing(tiny_run, tmp_path):
@@ -234,6 +293,67 @@ def test_own_tsv_holdout_sentencepiece_and_time_budget(tmp_path, text_files):
     served = json.loads(result.stdout.strip().splitlines()[-1])
     assert served["imported"] == [] and served["unregistered"] == []
     assert len(served["translations"]) == 1
+
+
+@pytest.mark.parametrize(
+    "overrides, match",
+    [
+        ({"num_heads": 3, "d_model": 128}, "`num_heads` must divide `d_model`; received "
+         "num_heads=3, d_model=128"),
+        ({"vocabulary_size": 3}, "--vocabulary-size must exceed the 4 reserved tokens"),
+        ({"dropout": 1.5}, "received rate=1.5"),
+    ],
+)
+def test_bad_model_settings_stop_before_anything_is_written(tmp_path, text_files, overrides,
+                                                            match):
+    """Refused before config.json exists, so the corrected command can use the
+    same workdir."""
+    with pytest.raises(ValueError, match=match):
+        train_and_evaluate(tiny_config(text_files, **overrides), str(tmp_path / "run"),
+                           verbose=0)
+    assert not (tmp_path / "run").exists()
+
+
+def test_workdir_that_is_a_file_or_read_only(tmp_path, text_files, monkeypatch):
+    config = tiny_config(text_files)
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    for workdir in (afile, afile / "run"):
+        with pytest.raises(ValueError, match=f"{re.escape(str(afile))} is a file, not a dir"):
+            train_and_evaluate(config, str(workdir), verbose=0)
+    readonly = tmp_path / "readonly"
+    readonly.mkdir()
+    real_access = os.access
+    # (chmod cannot make a directory read-only for root, who runs some CI)
+    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path) == str(readonly)
+                        else real_access(path, mode))
+    with pytest.raises(ValueError, match=f"cannot write in {re.escape(str(readonly))}"):
+        train_and_evaluate(config, str(readonly / "run"), verbose=0)
+    assert os.listdir(readonly) == [] and afile.read_text() == "x"
+    result = subprocess.run(_command(config, afile), cwd=ROOT, capture_output=True, text=True,
+                            timeout=240, check=False)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert f"error: --workdir {afile}: {afile} is a file, not a directory" in result.stderr
+
+
+def test_all_pairs_over_max_length_stop_at_once(tmp_path, text_files):
+    """Every pair longer than --max-length: training would wait forever for a
+    first batch (and ignore SIGTERM); the command stops with an error that
+    counts the dropped pairs and names the flag, and writes nothing."""
+    src, tgt = text_files["train"]
+    sources = open(src, encoding="utf-8").read().splitlines()[:200]
+    targets = open(tgt, encoding="utf-8").read().splitlines()[:200]
+    long_tsv = tmp_path / "all_long.tsv"
+    long_tsv.write_text("".join(f"{s} {s} {s}\t{t} {t} {t}\n" for s, t in zip(sources, targets)),
+                        encoding="utf-8")
+    config = tiny_config(text_files, train_files=(str(long_tsv),), max_length=16,
+                         vocabulary_size=300)
+    result = subprocess.run(_command(config, tmp_path / "run"), cwd=ROOT, capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert "all 200 were dropped" in result.stderr and "--max-length 16" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "run").exists()
 
 
 def test_bad_files_stop_before_anything_is_written(tmp_path, text_files):

@@ -245,4 +245,10 @@ def test_sigterm_saves_a_backup_and_stops(tmp_path):
     with pytest.raises(SystemExit, match="Stopped by SIGTERM at step 7"):
         trainer.fit(reverse_batches(), total_steps=50, steps_per_epoch=25)
     assert tf.train.latest_checkpoint(str(tmp_path / "backup")).endswith("ckpt-7")
-    assert make_trainer(tmp_path).restore_backup() == 7
+    # Step 7 ends no epoch: no epoch checkpoint (they are listed and averaged).
+    assert list_checkpoints(str(tmp_path / "checkpoints")) == []
+    resumed = make_trainer(tmp_path)
+    assert resumed.restore_backup() == 7
+    resumed.fit(reverse_batches(), total_steps=25, steps_per_epoch=25)
+    assert [os.path.basename(p) for p in list_checkpoints(str(tmp_path / "checkpoints"))] == [
+        "ckpt-25.weights.h5"]

@@ -101,17 +101,37 @@ def test_visualize_command(run, tmp_path):
         capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     assert len(os.listdir(tmp_path / "a")) == 2 * 4
+    assert f"Wrote 8 attention heatmaps to {tmp_path / 'a'}" in result.stdout
     result = subprocess.run(
         [sys.executable, VISUALIZE, "--model", str(workdir / "model.keras"), "--vocab",
          str(workdir / "vocab"), "--sentence", "I left.", "--target", "Salí.",
          "--output-dir", str(tmp_path / "b")],
         capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "sentence1_cross_attention.png" in os.listdir(tmp_path / "b")
+    assert "i_left_cross_attention.png" in os.listdir(tmp_path / "b")
     result = subprocess.run(
         [sys.executable, VISUALIZE, "--workdir", str(workdir), "--sentence", "a", "--sentence",
          "b", "--target", "c"], capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2 and "--target goes with exactly one --sentence" in result.stderr
+
+
+def test_heatmaps_are_named_after_the_sentence_and_never_overwritten(run, tmp_path):
+    """visualize.py into a run's attention/ must not replace training's
+    heatmaps (nor its own earlier ones) with another sentence's maps."""
+    from recipes.translation.train_lib import visualize
+
+    _, source, target, model = run
+    first = visualize(model, source, target, ["I left.", "The red book!"], str(tmp_path),
+                      layers=[1], beam_size=2)
+    assert sorted(os.path.basename(p) for p in first if p.endswith("cross_attention.png")) == [
+        "i_left_cross_attention.png", "the_red_book_cross_attention.png"]
+    before = {p: os.stat(p).st_mtime_ns for p in first}
+    again = visualize(model, source, target, ["I left.", "I left."], str(tmp_path), layers=[1],
+                      beam_size=2)
+    assert [os.path.basename(p) for p in again if p.endswith("cross_attention.png")] == [
+        "i_left_2_cross_attention.png", "i_left_3_cross_attention.png"]
+    assert {p: os.stat(p).st_mtime_ns for p in first} == before  # nothing overwritten
+    assert len(os.listdir(tmp_path)) == len(first) + len(again)
 
 
 def test_a_moved_adjective_attends_to_its_source_word(bundled_data_dir, tmp_path):
