@@ -3,13 +3,15 @@
 
 On first use it creates a virtual environment in `.venv/` (or in
 $KERAS_ATTENTION_VENV) and installs this package with its `test` extra into
-it; later runs reuse it, and reinstall only when `setup.cfg` or
+it (every extra: the recipes for `main`, and pytest, JAX and ruff for `test`
+and `lint`); later runs reuse it, and reinstall only when `setup.cfg` or
 `pyproject.toml` changed.
 
     python3 run.py main [ARGS...]   the main job (ARGS go to it)
     python3 run.py test [ARGS...]   the test suite: everything on the TensorFlow
                                     backend, then the backend-agnostic tests on
                                     JAX (ARGS go to pytest)
+    python3 run.py lint [ARGS...]   `ruff check .` (ARGS go to ruff)
 """
 
 import hashlib
@@ -79,14 +81,20 @@ def run_tests(args):
     return failed[0] if failed else 0
 
 
+def run_lint(args):
+    return _run([_python(), "-m", "ruff", "check", ".", *args])
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("main", "test"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("main", "test", "lint"):
         print(__doc__)
         return 0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2
     command, args = sys.argv[1], sys.argv[2:]
     ensure_environment()
     if command == "test":
         return run_tests(args)
+    if command == "lint":
+        return run_lint(args)
     return _run([_python(), *MAIN, *args], env=_env())
 
 

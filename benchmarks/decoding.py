@@ -52,14 +52,22 @@ def time_calls(fn, repeats):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default="tutorial", help="Transformer preset (default: tutorial)")
-    parser.add_argument("--vocabulary-size", type=int, default=8000, help="source and target vocabulary (default: 8000)")
-    parser.add_argument("--batch-size", type=int, default=8, help="sentences per batch (default: 8)")
-    parser.add_argument("--source-length", type=int, default=24, help="source tokens per sentence (default: 24)")
-    parser.add_argument("--max-length", type=int, default=64, help="tokens to decode (default: 64)")
-    parser.add_argument("--beam-size", type=int, default=4, help="beam size; 1 uses greedy search (default: 4)")
-    parser.add_argument("--repeats", type=int, default=5, help="timed repeats, median reported (default: 5)")
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="tutorial",
+                        help="Transformer preset (default: tutorial)")
+    parser.add_argument("--vocabulary-size", type=int, default=8000,
+                        help="source and target vocabulary (default: 8000)")
+    parser.add_argument("--batch-size", type=int, default=8,
+                        help="sentences per batch (default: 8)")
+    parser.add_argument("--source-length", type=int, default=24,
+                        help="source tokens per sentence (default: 24)")
+    parser.add_argument("--max-length", type=int, default=64,
+                        help="tokens to decode (default: 64)")
+    parser.add_argument("--beam-size", type=int, default=4,
+                        help="beam size; 1 uses greedy search (default: 4)")
+    parser.add_argument("--repeats", type=int, default=5,
+                        help="timed repeats, median reported (default: 5)")
     parser.add_argument("--json", help="also write the results to this JSON file")
     args = parser.parse_args(argv)
 
@@ -70,32 +78,37 @@ def main(argv=None):
         decoder_vocabulary_size=args.vocabulary_size,
     )
     rng = np.random.default_rng(0)
-    source = rng.integers(3, args.vocabulary_size, size=(args.batch_size, args.source_length)).astype("int32")
+    source = rng.integers(3, args.vocabulary_size,
+                          size=(args.batch_size, args.source_length)).astype("int32")
     for row in range(1, args.batch_size, 2):  # sentences of different lengths
         source[row, args.source_length // 2 + row % 5:] = 0
 
     def search(use_cache):
         if args.beam_size == 1:
             return greedy_search(model, source, args.max_length, START, END, use_cache=use_cache)
-        return beam_search(model, source, args.max_length, START, END, beam_size=args.beam_size, use_cache=use_cache)
+        return beam_search(model, source, args.max_length, START, END, beam_size=args.beam_size,
+                           use_cache=use_cache)
 
     results = {}
     for name, use_cache in (("full_recompute", False), ("cached", True)):
         fn = compile_fn(lambda use_cache=use_cache: search(use_cache))
         seconds, tokens = time_calls(fn, args.repeats)
         decoded = int(np.count_nonzero(tokens))
-        results[name] = {"seconds": seconds, "decoded_tokens": decoded, "tokens_per_second": decoded / seconds,
-                         "tokens": tokens}
+        results[name] = {"seconds": seconds, "decoded_tokens": decoded,
+                         "tokens_per_second": decoded / seconds, "tokens": tokens}
     same = np.array_equal(results["cached"]["tokens"], results["full_recompute"]["tokens"])
     ratio = results["cached"]["tokens_per_second"] / results["full_recompute"]["tokens_per_second"]
 
-    print(f"backend={keras.backend.backend()} preset={args.preset} vocabulary={args.vocabulary_size} "
-          f"batch={args.batch_size} source_length={args.source_length} max_length={args.max_length} "
+    print(f"backend={keras.backend.backend()} preset={args.preset} "
+          f"vocabulary={args.vocabulary_size} "
+          f"batch={args.batch_size} source_length={args.source_length} "
+          f"max_length={args.max_length} "
           f"beam_size={args.beam_size} params={model.count_params():,}")
     print(f"{'decoder':<16}{'median s':>10}{'tokens':>8}{'tokens/s':>11}")
     for name in ("full_recompute", "cached"):
         r = results[name]
-        print(f"{name:<16}{r['seconds']:>10.3f}{r['decoded_tokens']:>8}{r['tokens_per_second']:>11.1f}")
+        print(f"{name:<16}{r['seconds']:>10.3f}{r['decoded_tokens']:>8}"
+              f"{r['tokens_per_second']:>11.1f}")
     print(f"ratio cached / full_recompute: {ratio:.2f}x   same tokens: {same}")
     if args.json:
         summary = {k: {m: v for m, v in r.items() if m != "tokens"} for k, r in results.items()}

@@ -18,18 +18,16 @@ import collections
 import glob
 import json
 import os
-import sys
 import tempfile
 import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 warnings.filterwarnings("ignore", category=UserWarning)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository root on sys.path)
 from train_step import MODELS, POLICIES, batch_data, compiled_model  # noqa: E402  (benchmarks/)
 
 MATMUL_OPS = ("MatMul", "BatchMatMul")

@@ -36,9 +36,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository root on sys.path)
 from benchmarks._machine import cpu_info, describe  # noqa: E402
 
 SYSTEMS = ("keras_attention", "kerasio")
@@ -132,8 +132,7 @@ def run_keras_attention(args, workdir):
 def run_kerasio(args, corpus):
     import keras
 
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    import kerasio_translation
+    import kerasio_translation  # benchmarks/, the script's folder
 
     keras.config.set_dtype_policy("float32")  # as published
     train = list(zip(corpus.texts["train"].sources, corpus.texts["train"].targets))

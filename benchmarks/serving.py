@@ -8,7 +8,7 @@ warm-up:
 - latency of single sentences: median and p90 over N sentences;
 - throughput at batch 32: sentences per second;
 
-and the same for `keras_attention.evaluation.translate` (the Keras model,
+and the same for `keras_attention.translation.translate` (the Keras model,
 Python-side tokenization, the same beam search compiled with tf.function)
 in the same process, with the same beam size and sentences, and reports the
 ratios SavedModel / Python side. `--baseline-version N` also measures
@@ -23,16 +23,14 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import tensorflow_text  # noqa: E402,F401
 
+import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository root on sys.path)
 from benchmarks._machine import cpu_info, describe  # noqa: E402
 
 
@@ -69,7 +67,7 @@ def main(argv=None):
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
 
-    from keras_attention.evaluation import translate
+    from keras_attention.translation import translate
     from recipes.translation.train_lib import load_run, make_corpus
 
     export_dir = os.path.join(args.workdir, "export")

@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 import warnings
 
@@ -35,13 +34,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # keras-hub's layers warn that EinsumDense drops masks; the table should stay readable.
 warnings.filterwarnings("ignore", category=UserWarning)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 import keras  # noqa: E402
 import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository root on sys.path)
 from _timing import interleaved_median_seconds, median_seconds  # noqa: E402  (benchmarks/, the script's folder)
 from keras_attention.layers import MultiHeadAttention  # noqa: E402
 from keras_attention.models import Transformer  # noqa: E402
@@ -241,7 +239,8 @@ def main(argv=None):
               f"{r['tokens_per_second']:9.0f} {r['flops_per_second'] / 1e9:8.1f} "
               f"{r['fraction_of_matmul_peak']:8.1%}")
     if len(best) == 2:
-        ratio = best["keras_attention"]["tokens_per_second"] / best["keras_hub"]["tokens_per_second"]
+        ratio = (best["keras_attention"]["tokens_per_second"]
+                 / best["keras_hub"]["tokens_per_second"])
         result["best"] = {n: {k: b[k] for k in ("policy", "jit", "tokens_per_second")}
                           for n, b in best.items()}
         result["ratio_best_keras_attention_to_best_keras_hub"] = ratio

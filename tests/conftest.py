@@ -5,6 +5,19 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
+from tests.helpers import tiny_config  # noqa: E402
+
+# Fixtures that train a model or build the whole bundled corpus: a test that
+# uses one (directly or through another fixture) is in the slow tier.
+SLOW_FIXTURES = {"tiny_run", "bundled_data_dir"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Marks the tests that use a `SLOW_FIXTURES` fixture `slow`."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(autouse=True)
 def _seed_and_policy():
@@ -16,13 +29,6 @@ def _seed_and_policy():
 
 
 # -- a tiny translation run, shared by the recipe, export and visualization tests
-
-TINY = {
-    "model_preset": "tiny", "vocabulary_size": 600, "max_length": 32, "batch_tokens": 512,
-    "steps": 12, "steps_per_epoch": 6, "warmup_steps": 4, "backup_every_steps": 3,
-    "beam_size": 2, "max_eval_sentences": 16, "precision": "float32", "strategy": "default",
-    "shuffle_buffer": 1000,
-}
 
 
 @pytest.fixture(scope="session")
@@ -42,16 +48,6 @@ def text_files(tmp_path_factory):
     tsv.write_text("".join(f"{e.en}\t{e.es}\n" for e in splits["validation"]), encoding="utf-8")
     paths["validation"] = (str(tsv),)
     return paths
-
-
-def tiny_config(text_files, **overrides):
-    from recipes.translation.config import TranslationConfig
-
-    return TranslationConfig(**{
-        **TINY, "dataset": "text_files", "train_files": text_files["train"],
-        "validation_files": text_files["validation"], "test_files": text_files["test"],
-        **overrides,
-    })
 
 
 @pytest.fixture(scope="session")
@@ -99,14 +95,11 @@ def bundled_data_dir(tmp_path_factory):
     return data_dir
 
 
-def free_ports(n):
-    """`n` free TCP ports on 127.0.0.1 (for multi-worker TF_CONFIG clusters)."""
-    import socket
+@pytest.fixture(scope="session")
+def bundled_splits():
+    """`en_es_grammar.make_splits(seed=bundled.SEED)`: the bundled corpus's
+    pairs, generated once per session (a few seconds each time); read-only."""
+    from keras_attention.data import en_es_grammar
+    from keras_attention.data.bundled import SEED
 
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
+    return en_es_grammar.make_splits(seed=SEED)

@@ -28,7 +28,8 @@ def to_numpy(x):
 
 def assert_close(actual, expected, dtype="float32", msg=""):
     rtol, atol = TOLERANCES[dtype]
-    np.testing.assert_allclose(to_numpy(actual), to_numpy(expected), rtol=rtol, atol=atol, err_msg=msg)
+    np.testing.assert_allclose(to_numpy(actual), to_numpy(expected), rtol=rtol, atol=atol,
+                               err_msg=msg)
 
 
 def _first(outputs):

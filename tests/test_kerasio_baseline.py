@@ -4,6 +4,10 @@ example as a baseline) trains on a budget and translates (a tiny smoke run)."""
 import importlib.util
 import os
 
+import pytest
+
+pytestmark = pytest.mark.slow  # trains the keras.io model (on a 3 s budget)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 PAIRS = [

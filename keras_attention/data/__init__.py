@@ -3,11 +3,12 @@
 - `KerasAttentionEnEs`: the bundled English -> Spanish corpus as the TFDS
   dataset `keras_attention_en_es` (registered when `keras_attention` is
   imported).
-- `TfdsCorpus`, `bundled_corpus`, `TextFilesCorpus`: where sentence pairs
-  come from.
+- `ParallelCorpus`: what every source of sentence pairs provides;
+  `TfdsCorpus`, `bundled_corpus`, `TextFilesCorpus`: the sources.
 - `SubwordTokenizer`, `train_tokenizers`, `save_tokenizers`,
   `load_tokenizers`: WordPiece or SentencePiece, learned by native trainers,
-  applied by TensorFlow Text ops.
+  applied by TensorFlow Text ops; `tokenize_with_end`: the encoder's input
+  (tokenize, truncate, `[END]`).
 - `make_batches`, `length_statistics`: the token-bucketed `tf.data` pipeline.
 
 Only `bundled` is imported eagerly (it needs TFDS, not TensorFlow); the rest
@@ -22,6 +23,7 @@ from keras_attention.data.bundled import (
 )
 
 _LAZY = {
+    "ParallelCorpus": "sources",
     "TfdsCorpus": "sources",
     "TextFilesCorpus": "sources",
     "bundled_corpus": "sources",
@@ -34,6 +36,7 @@ _LAZY = {
     "train_tokenizers": "tokenizers",
     "save_tokenizers": "tokenizers",
     "load_tokenizers": "tokenizers",
+    "tokenize_with_end": "tokenizers",
     "RESERVED_TOKENS": "tokenizers",
     "PAD_ID": "tokenizers",
     "UNK_ID": "tokenizers",

@@ -18,8 +18,8 @@ Each element is `({"encoder_tokens": [B, L], "decoder_tokens": [B, L]}, labels [
 import numpy as np
 import tensorflow as tf
 
+from keras_attention._validation import check_positive_int
 from keras_attention.data.tokenizers import END_ID, START_ID
-from keras_attention.layers._validation import check_positive_int
 
 LENGTH_POLICIES = ("drop", "truncate")
 _TOKENIZE_BATCH = 256
@@ -121,13 +121,16 @@ def make_batches(
     check_positive_int("max_length", max_length)
     check_positive_int("batch_tokens", batch_tokens)
     if max_length < 2:
-        raise ValueError(f"`max_length` must be at least 2 (a token and [END]); received {max_length}.")
+        raise ValueError(
+            f"`max_length` must be at least 2 (a token and [END]); received {max_length}."
+        )
     if length_policy not in LENGTH_POLICIES:
         raise ValueError(
             f"`length_policy` must be one of {LENGTH_POLICIES}; received {length_policy!r}."
         )
     boundaries = tuple(bucket_boundaries or default_bucket_boundaries(max_length))
-    if list(boundaries) != sorted(set(boundaries)) or boundaries[-1] != max_length or boundaries[0] < 1:
+    if (list(boundaries) != sorted(set(boundaries)) or boundaries[-1] != max_length
+            or boundaries[0] < 1):
         raise ValueError(
             "`bucket_boundaries` must be strictly increasing positive lengths ending at "
             f"max_length={max_length}; received {list(boundaries)}."

@@ -1,10 +1,12 @@
 """Where sentence pairs come from: a TFDS translation dataset (including the
 bundled `keras_attention_en_es`) or the user's own text files.
 
-Every source is a `ParallelCorpus`: `load(split)` returns a `tf.data.Dataset`
-of scalar `(source, target)` string pairs for `split` in "train",
-"validation" or "test".
+Every source is a `ParallelCorpus` (the protocol below): `load(split)`
+returns a `tf.data.Dataset` of scalar `(source, target)` string pairs for
+`split` in "train", "validation" or "test".
 """
+
+import typing
 
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -13,6 +15,30 @@ from keras_attention.data.bundled import KerasAttentionEnEs
 from keras_attention.data.text_files import grouped_split, read_text
 
 SPLITS = ("train", "validation", "test")
+
+
+@typing.runtime_checkable
+class ParallelCorpus(typing.Protocol):
+    """What the recipes need from a source of sentence pairs (`TfdsCorpus`,
+    `TextFilesCorpus` and `bundled_corpus()` provide it; so can your own).
+
+    Attributes:
+        name: the dataset's name, for logs and reports.
+        source_language, target_language: the two sides' names.
+        splits: the splits it has, a subset of `SPLITS`.
+    """
+
+    name: str
+    source_language: str
+    target_language: str
+
+    @property
+    def splits(self) -> tuple: ...
+
+    def load(self, split: str) -> tf.data.Dataset:
+        """The `(source, target)` scalar string pairs of `split`; a
+        ValueError naming the available splits for any other."""
+        ...
 
 
 def _check_split(split, available):
@@ -82,7 +108,8 @@ class TfdsCorpus:
             shuffle_files=shuffle_files,
         )
         source, target = self.source_language, self.target_language
-        return examples.map(lambda ex: (ex[source], ex[target]), num_parallel_calls=tf.data.AUTOTUNE)
+        return examples.map(lambda ex: (ex[source], ex[target]),
+                            num_parallel_calls=tf.data.AUTOTUNE)
 
     def __repr__(self):
         return f"TfdsCorpus({self.name!r}, {self.source_language!r} -> {self.target_language!r})"

@@ -32,15 +32,15 @@ import uuid
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from keras_attention._constants import END_ID, PAD_ID, RESERVED_TOKENS, START_ID, UNK_ID
 from keras_attention._io import atomic_write_text
+from keras_attention._validation import check_positive_int
 
 logger = logging.getLogger("keras_attention")
 
-RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]")
-PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
 SUFFIX_INDICATOR = "##"
 FORMAT_VERSION = 1
-ALGORITHMS = TOKENIZER_ALGORITHMS = ("wordpiece", "sentencepiece", "sentencepiece_bpe")
+TOKENIZER_ALGORITHMS = ("wordpiece", "sentencepiece", "sentencepiece_bpe")
 
 # Detokenization joins words with spaces; these rules re-attach punctuation
 # (RE2 syntax, run in the graph by `tf.strings.regex_replace`).
@@ -228,8 +228,7 @@ class SubwordTokenizer(_Tokenizer):
 
 
 def _check_vocabulary_size(vocabulary_size):
-    if isinstance(vocabulary_size, bool) or not isinstance(vocabulary_size, int):
-        raise ValueError(f"`vocabulary_size` must be an int; received {vocabulary_size!r}.")
+    check_positive_int("vocabulary_size", vocabulary_size)
     if vocabulary_size <= len(RESERVED_TOKENS):
         raise ValueError(
             f"`vocabulary_size` must exceed the {len(RESERVED_TOKENS)} reserved tokens; "
@@ -406,8 +405,23 @@ class SentencePieceTokenizer(_Tokenizer):
         return tokenizer
 
 
+def tokenize_with_end(tokenizer, texts, max_length):
+    """What the encoder reads: `texts` `[B]` -> int32 ragged `[B, None]` ids,
+    each row cut to its first `max_length - 1` ids (long inputs are
+    truncated, not rejected), then `[END]`: at most `max_length` ids.
+
+    TensorFlow ops only, so it runs eagerly, in a `tf.function` and inside
+    the exported SavedModel; `.to_tensor()` pads the rows with `[PAD]` (0).
+    An empty or whitespace-only text gives `[END]` alone.
+    """
+    ids = tokenizer.tokenize(texts)[:, : max_length - 1]  # [B, None]; bad UTF-8 -> U+FFFD
+    end = tf.fill([ids.nrows(), 1], tf.constant(END_ID, ids.dtype))  # [B, 1]
+    return tf.concat([ids, end], axis=1)  # [B, None]
+
+
 def train_tokenizer(texts, vocabulary_size, algorithm="wordpiece", lowercase=False, name=None):
-    """One tokenizer of `algorithm` (see `ALGORITHMS`) learned from a dataset of strings."""
+    """One tokenizer of `algorithm` (one of `TOKENIZER_ALGORITHMS`) learned
+    from a dataset of strings."""
     if algorithm == "wordpiece":
         return SubwordTokenizer.train(texts, vocabulary_size, lowercase, name=name)
     if algorithm in ("sentencepiece", "sentencepiece_bpe"):
@@ -415,7 +429,7 @@ def train_tokenizer(texts, vocabulary_size, algorithm="wordpiece", lowercase=Fal
         return SentencePieceTokenizer.train(texts, vocabulary_size, lowercase, model_type,
                                             name=name)
     raise ValueError(f"Unknown tokenizer algorithm {algorithm!r}; expected one of "
-                     f"{list(ALGORITHMS)}.")
+                     f"{list(TOKENIZER_ALGORITHMS)}.")
 
 
 def train_tokenizers(pairs, vocabulary_size, shared=False, lowercase=False,

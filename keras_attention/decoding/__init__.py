@@ -1,8 +1,28 @@
 """Greedy and beam search for the Transformer over its key/value cache
-(keras.ops control flow: compiles once under XLA, traces into a SavedModel)."""
+(keras.ops control flow: compiles once under XLA, traces into a SavedModel).
 
-from keras_attention.decoding.beam_search import beam_search
-from keras_attention.decoding.greedy_search import greedy_search
-from keras_attention.decoding.search import search
+Both return `(tokens [B, L], scores [B])` with one meaning of `scores`:
+log P(Y|X) / lp(Y), the GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha
+with alpha = `length_penalty` (0.6 by default; 0 gives the log-probability).
+
+Modules: `greedy` (`greedy_search`), `beam` (`beam_search`), `_loop` (what
+they share); `search`, which picks one by beam size, is defined here.
+"""
+
+from keras_attention.decoding.beam import beam_search
+from keras_attention.decoding.greedy import greedy_search
+
+
+def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=4,
+           length_penalty=0.6):
+    """`greedy_search` when `beam_size == 1`, `beam_search` otherwise, both
+    with `length_penalty`; returns `(tokens [B, L], scores [B])`, scores
+    log P(Y|X) / lp(Y) whatever the beam size."""
+    if beam_size == 1:
+        return greedy_search(model, encoder_tokens, max_length, start_id, end_id,
+                             length_penalty=length_penalty)
+    return beam_search(model, encoder_tokens, max_length, start_id, end_id,
+                       beam_size=beam_size, length_penalty=length_penalty)
+
 
 __all__ = ["beam_search", "greedy_search", "search"]

@@ -1,5 +1,8 @@
-"""Evaluation: translating sentences with beam search and scoring them with sacreBLEU."""
+"""Evaluation: scoring translations with sacreBLEU (BLEU, chrF).
 
-from keras_attention.evaluation.bleu import BleuResult, corpus_bleu, corpus_chrf, translate
+Translating the sentences to score is `keras_attention.translation.translate`.
+"""
 
-__all__ = ["BleuResult", "corpus_bleu", "corpus_chrf", "translate"]
+from keras_attention.evaluation.bleu import BleuResult, corpus_bleu, corpus_chrf
+
+__all__ = ["BleuResult", "corpus_bleu", "corpus_chrf"]

@@ -12,8 +12,9 @@ detokenizer all run inside its graph.
 The graph uses only core TensorFlow and TensorFlow Text ops (TensorFlow
 Serving links TensorFlow Text), no XLA op (it is traced under
 `without_xla_ops()`), checks that `text` is 1-D before tokenizing, and loads
-in a process that imports nothing of this package. It is written with Keras' `ExportArchive`, which tracks the
-model's variables rather than the Keras objects.
+in a process that imports nothing of this package. It is written with Keras'
+`ExportArchive`, which tracks the model's variables rather than the Keras
+objects.
 """
 
 import json
@@ -23,12 +24,10 @@ import shutil
 import keras
 import tensorflow as tf
 
-from keras_attention.data.tokenizers import END_ID, START_ID, save_tokenizers
+from keras_attention._validation import check_non_negative, check_positive_int
+from keras_attention.data.tokenizers import END_ID, START_ID, save_tokenizers, tokenize_with_end
 from keras_attention.decoding import search
 from keras_attention.layers import without_xla_ops
-
-SIGNATURE_INPUTS = ("text",)
-SIGNATURE_OUTPUTS = ("translation", "score")
 
 
 def next_version(export_dir):
@@ -67,11 +66,9 @@ def _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_pen
             return translate_batch(check_text(text))
 
     def translate_batch(text):
-        ids = source_tokenizer.tokenize(text)  # [B, None] ragged; bad UTF-8 -> U+FFFD
-        empty = ids.row_lengths() == 0  # "" and whitespace-only inputs
-        ids = ids[:, : max_input_length - 1]  # long inputs are truncated, not rejected
-        end = tf.fill([ids.nrows(), 1], END_ID)
-        encoder_tokens = tf.concat([ids, end], axis=1).to_tensor()  # [B, S], 0-padded
+        ids = tokenize_with_end(source_tokenizer, text, max_input_length)  # [B, None] ragged
+        empty = ids.row_lengths() == 1  # [END] alone: "" and whitespace-only inputs
+        encoder_tokens = ids.to_tensor()  # [B, S], 0-padded
         tokens, scores = search(model, encoder_tokens, max_output_length, START_ID, END_ID,
                                 beam_size, length_penalty)
         translation = target_tokenizer.detokenize(tokens)
@@ -106,16 +103,17 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
         export_dir: TF Serving's model base path.
         version: the numbered folder (default: the next free number).
         beam_size: beams of the search (1: greedy), fixed in the graph.
-        length_penalty: GNMT length penalty alpha, fixed in the graph.
+        length_penalty: GNMT length penalty alpha, fixed in the graph. The
+            signature's `score` is log P(Y|X) / ((5 + |Y|) / 6)^alpha for
+            every beam size (greedy included).
         max_output_length: most target tokens generated (default: the
             model's `max_length`). Sources are truncated to `max_length`.
         dtype_policy: serve under this Keras dtype policy (e.g. "float32")
             instead of the model's own.
     """
-    if beam_size < 1:
-        raise ValueError(f"`beam_size` must be >= 1; received {beam_size}.")
-    if length_penalty < 0:
-        raise ValueError(f"`length_penalty` must be >= 0; received {length_penalty}.")
+    check_positive_int("beam_size", beam_size)
+    check_non_negative("length_penalty", length_penalty)
+    check_positive_int("max_output_length", max_output_length, allow_none=True)
     if dtype_policy is not None:
         model = with_dtype_policy(model, dtype_policy)
     max_output_length = min(max_output_length or model.max_length, model.max_length)

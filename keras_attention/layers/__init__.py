@@ -1,5 +1,5 @@
 """Backend-agnostic attention layers: keras.ops only, except that `dropout`
-draws its random bits with the backend's own generator (see dropout.py)."""
+draws its random bits with the backend's own generator (see dropout_layer.py)."""
 
 from keras_attention.layers._slices import update_slice, without_xla_ops, xla_ops_allowed
 from keras_attention.layers.attention import (
@@ -7,7 +7,7 @@ from keras_attention.layers.attention import (
     scaled_dot_product_attention,
 )
 from keras_attention.layers.decoder_block import DecoderBlock
-from keras_attention.layers.dropout import Dropout, dropout
+from keras_attention.layers.dropout_layer import Dropout, dropout
 from keras_attention.layers.encoder_block import EncoderBlock
 from keras_attention.layers.masks import causal_mask, merge_masks, padding_mask
 from keras_attention.layers.multi_head_attention import MultiHeadAttention

@@ -6,12 +6,12 @@ Shape legend: B batch, T length, D model depth, F intermediate depth.
 
 import keras
 
-from keras_attention.layers._validation import (
+from keras_attention._validation import (
     check_head_counts,
     check_positive_int,
     check_rate,
 )
-from keras_attention.layers.dropout import Dropout
+from keras_attention.layers.dropout_layer import Dropout
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 
 

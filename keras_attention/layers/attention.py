@@ -9,18 +9,15 @@ import math
 import keras
 from keras import ops
 
-from keras_attention.layers._validation import check_rate
-from keras_attention.layers.dropout import dropout
+from keras_attention._constants import MASKED_LOGIT
+from keras_attention._validation import check_rate
+from keras_attention.layers.dropout_layer import dropout
 from keras_attention.layers.masks import (
     and_masks,
     causal_mask,
     check_mask_shape,
     merge_masks,
 )
-
-# Large enough that exp(logit - max) underflows to exactly 0 in float32,
-# small enough that it never overflows when shifted by a real logit.
-_MASKED_LOGIT = -1e9
 
 
 def _static_dim(shape, axis):
@@ -114,7 +111,7 @@ def scaled_dot_product_attention(
         # An additive bias, made on the mask's (smaller, head-broadcast) shape:
         # cheaper than a select over [..., T, S], and its gradient is the
         # identity. -1e9 absorbs any real logit (float32 spacing at 1e9 is 64).
-        bias = ops.where(mask, 0.0, _MASKED_LOGIT)
+        bias = ops.where(mask, 0.0, MASKED_LOGIT)
         leading = len(bias.shape) - 2
         if leading > 0 and all(d == 1 for d in bias.shape[:leading]):
             # A [T, S] bias rather than [1, 1, T, S]: TensorFlow's oneDNN

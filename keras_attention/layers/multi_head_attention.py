@@ -13,12 +13,12 @@ import math
 import keras
 from keras import ops
 
-from keras_attention.layers._slices import update_slice
-from keras_attention.layers._validation import (
+from keras_attention._validation import (
     check_head_counts,
     check_positive_int,
     check_rate,
 )
+from keras_attention.layers._slices import update_slice
 from keras_attention.layers.attention import scaled_dot_product_attention
 from keras_attention.layers.masks import and_masks, check_mask_shape, merge_masks
 

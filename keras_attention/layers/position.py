@@ -8,7 +8,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attention.layers._validation import check_positive_int
+from keras_attention._validation import check_positive_int
 
 _POSITION_KINDS = ("sinusoidal", "learned")
 

@@ -5,18 +5,19 @@ Shape legend: B batch, S source length, T target length, D model depth,
 V target vocabulary size, L maximum decoded length.
 """
 
+import collections
 import copy
 
 import keras
 from keras import ops
 
+from keras_attention._validation import check_positive_int
 from keras_attention.layers import (
     DecoderBlock,
     Dropout,
     EncoderBlock,
     TokenAndPositionEmbedding,
 )
-from keras_attention.layers._validation import check_positive_int
 from keras_attention.layers.masks import padding_mask
 
 PRESETS = {
@@ -47,6 +48,79 @@ PRESETS = {
         share_encoder_decoder_embeddings=True,
     ),
 }
+
+
+class _Layers(collections.namedtuple("_Layers", (
+        "encoder_embedding", "encoder_embedding_dropout", "encoder_blocks", "encoder_final_norm",
+        "decoder_embedding", "decoder_embedding_dropout", "decoder_blocks", "decoder_final_norm",
+        "output_projection", "logits_cast"))):
+    """The model's layers. The functional graph (built from locals before the
+    model exists) and the decoding methods (from the model's attributes) run
+    them through the same two functions below: the stacks are written once."""
+
+
+def _encoder_pass(layers, encoder_tokens, training=None, return_attention_scores=False):
+    """Embedding, dropout, blocks, final norm: `(x [B, S, D], padding [B, S],
+    scores)` with `scores` one `[B, N, S, S]` per block (empty unless asked)."""
+    mask = padding_mask(encoder_tokens)  # [B, S]
+    x = layers.encoder_embedding(encoder_tokens)  # [B, S, D]
+    x = layers.encoder_embedding_dropout(x, training=training)
+    scores = []
+    for block in layers.encoder_blocks:
+        x = block(x, padding_mask=mask, training=training,
+                  return_attention_scores=return_attention_scores)
+        if return_attention_scores:
+            x, block_scores = x
+            scores.append(block_scores)  # [B, N, S, S]
+    if layers.encoder_final_norm is not None:
+        x = layers.encoder_final_norm(x)
+    return x, mask, scores
+
+
+def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, training=None,
+                  return_attention_scores=False, cache=None, index=None):
+    """Embedding, dropout, blocks, final norm and output projection.
+
+    Teacher-forced over the whole target (`cache=None`), or one cached step
+    at position `index` (`encoder_outputs` may then be None: the blocks read
+    the cross-attention caches).
+
+    Returns:
+        `(logits [B, T, V] float32, self_scores, cross_scores, cache)`: the
+        score lists hold one `[B, N, T, T]` / `[B, N, T, S]` per block (empty
+        unless asked); `cache` is the updated cache (None without one).
+    """
+    if cache is None:
+        y = layers.decoder_embedding(decoder_tokens)  # [B, T, D]
+        mask = padding_mask(decoder_tokens)  # [B, T]
+    else:
+        y = layers.decoder_embedding(decoder_tokens, start_index=index)  # [B, 1, D]
+        mask = None  # the cache holds the earlier positions; the new one is real
+    y = layers.decoder_embedding_dropout(y, training=training)
+    self_scores, cross_scores, new_cache = [], [], []
+    for i, block in enumerate(layers.decoder_blocks):
+        kwargs = dict(decoder_padding_mask=mask, encoder_padding_mask=encoder_mask,
+                      training=training, return_attention_scores=return_attention_scores)
+        if cache is not None:
+            kwargs.update(self_attention_cache=cache[i][0], self_attention_cache_update_index=index,
+                          cross_attention_cache=cache[i][1])
+        outputs = block(y, encoder_outputs, **kwargs)
+        if not isinstance(outputs, tuple):
+            outputs = (outputs,)
+        y, rest = outputs[0], list(outputs[1:])  # [B, T, D]
+        if return_attention_scores:
+            self_scores.append(rest.pop(0))  # [B, N, T, T]
+            cross_scores.append(rest.pop(0))  # [B, N, T, S]
+        if cache is not None:
+            new_cache.append(tuple(rest))  # (self-attention cache, cross-attention cache)
+    if layers.decoder_final_norm is not None:
+        y = layers.decoder_final_norm(y)
+    if layers.output_projection is None:
+        logits = layers.decoder_embedding(y, reverse=True)  # tied: [B, T, V]
+    else:
+        logits = layers.output_projection(y)  # [B, T, V]
+    logits = layers.logits_cast(logits)  # float32 under mixed precision
+    return logits, self_scores, cross_scores, None if cache is None else tuple(new_cache)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -154,47 +228,38 @@ class Transformer(keras.Model):
 
         # === Layers ===
         encoder_embedding = embedding(encoder_vocabulary_size, "encoder_embedding")
-        decoder_embedding = (
-            encoder_embedding
-            if share_encoder_decoder_embeddings
-            else embedding(decoder_vocabulary_size, "decoder_embedding")
+        layers = _Layers(
+            encoder_embedding=encoder_embedding,
+            encoder_embedding_dropout=Dropout(dropout, dtype=dtype,
+                                              name="encoder_embedding_dropout"),
+            encoder_blocks=[EncoderBlock(**block_args, name=f"encoder_block_{i}")
+                            for i in range(num_encoder_layers)],
+            encoder_final_norm=final_norm("encoder_final_norm"),
+            decoder_embedding=(
+                encoder_embedding
+                if share_encoder_decoder_embeddings
+                else embedding(decoder_vocabulary_size, "decoder_embedding")
+            ),
+            decoder_embedding_dropout=Dropout(dropout, dtype=dtype,
+                                              name="decoder_embedding_dropout"),
+            decoder_blocks=[DecoderBlock(**block_args, name=f"decoder_block_{i}")
+                            for i in range(num_decoder_layers)],
+            decoder_final_norm=final_norm("decoder_final_norm"),
+            output_projection=(
+                None
+                if tie_output_embeddings
+                else keras.layers.Dense(decoder_vocabulary_size, dtype=dtype,
+                                        name="output_projection")
+            ),
+            # Logits in float32 under mixed precision (a numerically safe softmax).
+            logits_cast=keras.layers.Activation("linear", dtype="float32", name="logits"),
         )
-        encoder_embedding_dropout = Dropout(dropout, dtype=dtype, name="encoder_embedding_dropout")
-        decoder_embedding_dropout = Dropout(dropout, dtype=dtype, name="decoder_embedding_dropout")
-        encoder_blocks = [
-            EncoderBlock(**block_args, name=f"encoder_block_{i}") for i in range(num_encoder_layers)
-        ]
-        decoder_blocks = [
-            DecoderBlock(**block_args, name=f"decoder_block_{i}") for i in range(num_decoder_layers)
-        ]
-        encoder_final_norm = final_norm("encoder_final_norm")
-        decoder_final_norm = final_norm("decoder_final_norm")
-        output_projection = (
-            None
-            if tie_output_embeddings
-            else keras.layers.Dense(decoder_vocabulary_size, dtype=dtype, name="output_projection")
-        )
-        # Logits in float32 under mixed precision (a numerically safe softmax).
-        logits_cast = keras.layers.Activation("linear", dtype="float32", name="logits")
 
-        # === Functional graph ===
+        # === Functional graph: the same passes as the decoding methods ===
         encoder_tokens = keras.Input((None,), dtype="int32", name="encoder_tokens")
         decoder_tokens = keras.Input((None,), dtype="int32", name="decoder_tokens")
-        x = encoder_embedding_dropout(encoder_embedding(encoder_tokens))  # [B, S, D]
-        for block in encoder_blocks:
-            x = block(x)  # [B, S, D]
-        if encoder_final_norm is not None:
-            x = encoder_final_norm(x)
-        y = decoder_embedding_dropout(decoder_embedding(decoder_tokens))  # [B, T, D]
-        for block in decoder_blocks:
-            y = block(y, x)  # [B, T, D]
-        if decoder_final_norm is not None:
-            y = decoder_final_norm(y)
-        if output_projection is None:
-            logits = decoder_embedding(y, reverse=True)  # [B, T, V]
-        else:
-            logits = output_projection(y)  # [B, T, V]
-        logits = logits_cast(logits)
+        x, encoder_mask, _ = _encoder_pass(layers, encoder_tokens)  # [B, S, D]
+        logits, *_ = _decoder_pass(layers, decoder_tokens, x, encoder_mask)  # [B, T, V]
         super().__init__(
             inputs={"encoder_tokens": encoder_tokens, "decoder_tokens": decoder_tokens},
             outputs=logits,
@@ -205,14 +270,8 @@ class Transformer(keras.Model):
             self.dtype_policy = keras.dtype_policies.get(dtype)
 
         # === Attributes: the layers (for decoding) and the config ===
-        self.encoder_embedding = encoder_embedding
-        self.decoder_embedding = decoder_embedding
-        self.encoder_blocks = encoder_blocks
-        self.decoder_blocks = decoder_blocks
-        self.encoder_final_norm = encoder_final_norm
-        self.decoder_final_norm = decoder_final_norm
-        self.output_projection = output_projection
-        self.logits_cast = logits_cast
+        for name, layer in layers._asdict().items():
+            setattr(self, name, layer)
         self.encoder_vocabulary_size = encoder_vocabulary_size
         self.decoder_vocabulary_size = decoder_vocabulary_size
         self.num_encoder_layers = num_encoder_layers
@@ -247,15 +306,14 @@ class Transformer(keras.Model):
 
     # === Incremental decoding ===
 
+    def _passes_layers(self):
+        return _Layers(**{name: getattr(self, name) for name in _Layers._fields})
+
     def encode(self, encoder_tokens, training=False):
-        """Runs the encoder once: `(encoder_outputs [B, S, D], padding [B, S])`."""
+        """Runs the encoder once: `(encoder_outputs [B, S, D], padding [B, S])`
+        (the functional graph's encoder, dropout included when training)."""
         encoder_tokens = ops.convert_to_tensor(encoder_tokens, "int32")
-        mask = padding_mask(encoder_tokens)
-        x = self.encoder_embedding(encoder_tokens)
-        for block in self.encoder_blocks:
-            x = block(x, padding_mask=mask, training=training)
-        if self.encoder_final_norm is not None:
-            x = self.encoder_final_norm(x)
+        x, mask, _ = _encoder_pass(self._passes_layers(), encoder_tokens, training=training)
         return x, mask
 
     def initialize_cache(self, encoder_outputs, max_length):
@@ -273,15 +331,6 @@ class Transformer(keras.Model):
             for block in self.decoder_blocks
         )
 
-    def _logits(self, y):
-        if self.decoder_final_norm is not None:
-            y = self.decoder_final_norm(y)
-        if self.output_projection is None:
-            logits = self.decoder_embedding(y, reverse=True)
-        else:
-            logits = self.output_projection(y)
-        return self.logits_cast(logits)  # [B, T, V] float32
-
     def decode_step(self, tokens, index, cache, encoder_padding_mask):
         """Runs only the new position(s) through the decoder.
 
@@ -294,33 +343,17 @@ class Transformer(keras.Model):
         Returns:
             `(logits [B, V] float32, cache)`.
         """
-        y = self.decoder_embedding(tokens, start_index=index)  # [B, 1, D]
-        new_cache = []
-        for block, (self_cache, cross_cache) in zip(self.decoder_blocks, cache):
-            y, self_cache, cross_cache = block(
-                y,
-                None,
-                encoder_padding_mask=encoder_padding_mask,
-                self_attention_cache=self_cache,
-                self_attention_cache_update_index=index,
-                cross_attention_cache=cross_cache,
-            )
-            new_cache.append((self_cache, cross_cache))
-        return self._logits(y)[:, -1, :], tuple(new_cache)
+        logits, _, _, cache = _decoder_pass(self._passes_layers(), tokens, None,
+                                            encoder_padding_mask, cache=cache, index=index)
+        return logits[:, -1, :], cache
 
-    def decode_full(self, decoder_tokens, encoder_outputs, encoder_padding_mask):
+    def decode_full(self, decoder_tokens, encoder_outputs, encoder_padding_mask, training=False):
         """Runs the whole target prefix through the decoder (no cache):
         logits `[B, T, V]`; the reference that cached decoding must match."""
         decoder_tokens = ops.convert_to_tensor(decoder_tokens, "int32")
-        y = self.decoder_embedding(decoder_tokens)
-        for block in self.decoder_blocks:
-            y = block(
-                y,
-                encoder_outputs,
-                decoder_padding_mask=padding_mask(decoder_tokens),
-                encoder_padding_mask=encoder_padding_mask,
-            )
-        return self._logits(y)
+        logits, *_ = _decoder_pass(self._passes_layers(), decoder_tokens, encoder_outputs,
+                                   encoder_padding_mask, training=training)
+        return logits
 
     def attention_scores(self, encoder_tokens, decoder_tokens):
         """Every attention map of a teacher-forced pass (no dropout).
@@ -330,25 +363,12 @@ class Transformer(keras.Model):
         `"cross"`: `[B, N, T, S]` (float32 softmax weights; rows of padded
         queries are zeros, padded keys get zero weight).
         """
+        layers = self._passes_layers()
         encoder_tokens = ops.convert_to_tensor(encoder_tokens, "int32")
         decoder_tokens = ops.convert_to_tensor(decoder_tokens, "int32")
-        encoder_mask = padding_mask(encoder_tokens)
-        x = self.encoder_embedding(encoder_tokens)
-        encoder_self = []
-        for block in self.encoder_blocks:
-            x, scores = block(x, padding_mask=encoder_mask, return_attention_scores=True)
-            encoder_self.append(scores)  # [B, N, S, S]
-        if self.encoder_final_norm is not None:
-            x = self.encoder_final_norm(x)
-        y = self.decoder_embedding(decoder_tokens)
-        decoder_self, cross = [], []
-        for block in self.decoder_blocks:
-            y, self_scores, cross_scores = block(
-                y, x, decoder_padding_mask=padding_mask(decoder_tokens),
-                encoder_padding_mask=encoder_mask, return_attention_scores=True,
-            )
-            decoder_self.append(self_scores)  # [B, N, T, T]
-            cross.append(cross_scores)  # [B, N, T, S]
+        x, mask, encoder_self = _encoder_pass(layers, encoder_tokens, return_attention_scores=True)
+        _, decoder_self, cross, _ = _decoder_pass(layers, decoder_tokens, x, mask,
+                                                  return_attention_scores=True)
         return {"encoder_self": encoder_self, "decoder_self": decoder_self, "cross": cross}
 
     # === Serialization ===

@@ -1,7 +1,13 @@
 """Training (TensorFlow side): the loss, the schedule, strategies and precision,
-and one resumable training loop for every `tf.distribute` strategy."""
+one resumable training loop for every `tf.distribute` strategy, and the
+epoch checkpoints it writes (listed, loaded and averaged by `checkpoints`)."""
 
 from keras_attention.training.callbacks import BestCheckpoints, TimeBudget
+from keras_attention.training.checkpoints import (
+    average_checkpoints,
+    list_checkpoints,
+    load_weights_checked,
+)
 from keras_attention.training.losses import (
     MaskedAccuracy,
     MaskedCrossEntropy,
@@ -16,13 +22,7 @@ from keras_attention.training.strategy import (
     make_strategy,
     resolve_precision,
 )
-from keras_attention.training.trainer import (
-    Trainer,
-    TrainingDivergedError,
-    average_checkpoints,
-    list_checkpoints,
-    load_weights_checked,
-)
+from keras_attention.training.trainer import Trainer, TrainingDivergedError
 
 __all__ = [
     "BestCheckpoints",

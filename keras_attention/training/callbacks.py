@@ -127,7 +127,8 @@ class BestCheckpoints(keras.callbacks.Callback):
 
     def best_paths(self, n=None):
         """The checkpoint files of the best epochs that exist, best first."""
-        return [self._path(e["step"]) for e in self.best(n) if os.path.isfile(self._path(e["step"]))]
+        return [self._path(e["step"]) for e in self.best(n)
+                if os.path.isfile(self._path(e["step"]))]
 
     # -- callback ------------------------------------------------------------
 

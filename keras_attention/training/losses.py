@@ -9,7 +9,8 @@ one-hot target with the uniform distribution over the V classes:
 import keras
 from keras import ops
 
-PAD_ID = 0
+from keras_attention._constants import PAD_ID
+from keras_attention._validation import check_rate
 
 
 def masked_cross_entropy(labels, logits, label_smoothing=0.0):
@@ -57,8 +58,7 @@ class MaskedCrossEntropy(keras.losses.Loss):
 
     def __init__(self, label_smoothing=0.0, name="masked_cross_entropy", **kwargs):
         super().__init__(name=name, reduction=None, **kwargs)
-        if not 0.0 <= label_smoothing < 1.0:
-            raise ValueError(f"`label_smoothing` must be in [0, 1); received {label_smoothing!r}.")
+        check_rate("label_smoothing", label_smoothing)
         self.label_smoothing = label_smoothing
 
     def call(self, y_true, y_pred):

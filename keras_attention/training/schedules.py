@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_attention.layers._validation import check_positive_int
+from keras_attention._validation import check_positive_int
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

@@ -10,13 +10,14 @@ progress bars, Keras callbacks (`on_train_begin`, `on_epoch_end`, ...,
 `model.stop_training`), and a history of metrics.
 
 Preemption safety (as `keras.callbacks.BackupAndRestore`, but to the step):
-the model and the optimizer (with its step counter) are written to `backup_dir` every `backup_every_steps` steps, at each epoch end
-and when the process gets SIGTERM (then only there: the epoch checkpoints in
-`checkpoint_dir` are written at epoch ends only); a run started again with the same
-arguments restores the latest backup and continues from its step, so it ends
-at the same step count as an uninterrupted run. TensorFlow writes a
-checkpoint to temporary files and renames them, so a kill mid-write leaves
-the previous backup intact.
+the model and the optimizer (with its step counter) are written to
+`backup_dir` every `backup_every_steps` steps, at each epoch end and when the
+process gets SIGTERM (then only there: the epoch checkpoints in
+`checkpoint_dir`, see `checkpoints.py`, are written at epoch ends only); a run
+started again with the same arguments restores the latest backup and
+continues from its step, so it ends at the same step count as an
+uninterrupted run. TensorFlow writes a checkpoint to temporary files and
+renames them, so a kill mid-write leaves the previous backup intact.
 """
 
 import logging
@@ -30,6 +31,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_attention.training.checkpoints import save_checkpoint
 from keras_attention.training.losses import masked_correct, masked_cross_entropy
 from keras_attention.training.strategy import is_chief
 
@@ -80,9 +82,15 @@ class Trainer:
         self.tensorboard_dir = tensorboard_dir
         self.verbose = verbose
         self.chief = is_chief(strategy)
-        self.callbacks = keras.callbacks.CallbackList(
-            callbacks or [], add_history=True, add_progbar=False, model=model
+        callbacks = list(callbacks or [])
+        # The History that `fit` returns: the caller's, or one of our own.
+        self.history = next(
+            (c for c in callbacks if isinstance(c, keras.callbacks.History)), None
         )
+        if self.history is None:
+            self.history = keras.callbacks.History()
+            callbacks.append(self.history)
+        self.callbacks = keras.callbacks.CallbackList(callbacks, add_progbar=False, model=model)
         with strategy.scope():
             optimizer.build(model.trainable_variables)
             # Steps taken by this loop. Not `optimizer.iterations`: a loss-scale
@@ -195,13 +203,7 @@ class Trainer:
     def _save_checkpoint(self, step):
         if self.checkpoint_dir is None or not self.chief:
             return
-        os.makedirs(self.checkpoint_dir, exist_ok=True)
-        path = os.path.join(self.checkpoint_dir, f"ckpt-{step}.weights.h5")
-        tmp = os.path.join(self.checkpoint_dir, f".tmp-ckpt-{step}.weights.h5")
-        self.model.save_weights(tmp)
-        os.replace(tmp, path)  # never a half-written checkpoint under the final name
-        for old in list_checkpoints(self.checkpoint_dir)[: -self.keep_checkpoints]:
-            os.remove(old)
+        save_checkpoint(self.model, self.checkpoint_dir, step, keep=self.keep_checkpoints)
 
     # -- the loop ---------------------------------------------------------
 
@@ -244,7 +246,9 @@ class Trainer:
         )
         iterator = iter(dataset)
 
-        previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm) if _main_thread() else None
+        previous_handler = None
+        if _main_thread():
+            previous_handler = signal.signal(signal.SIGTERM, self._on_sigterm)
         self.model.stop_training = False
         self.callbacks.on_train_begin()
         epoch = step // steps_per_epoch
@@ -258,9 +262,11 @@ class Trainer:
                 signal.signal(signal.SIGTERM, previous_handler)
         if self._sigterm:
             self._save_backup(manager, step)
-            raise SystemExit(f"Stopped by SIGTERM at step {step}; backup saved, run again to resume.")
+            raise SystemExit(
+                f"Stopped by SIGTERM at step {step}; backup saved, run again to resume."
+            )
         self.callbacks.on_train_end()
-        return self.callbacks._history
+        return self.history
 
     def _run_epoch(self, epoch, iterator, step, total_steps, steps_per_epoch, validation_data,
                    manager, writer):
@@ -347,48 +353,3 @@ def _main_thread():
     import threading
 
     return threading.current_thread() is threading.main_thread()
-
-
-def list_checkpoints(directory):
-    """`ckpt-<step>.weights.h5` files in `directory`, oldest step first."""
-    if not os.path.isdir(directory):
-        return []
-    found = []
-    for name in os.listdir(directory):
-        if name.startswith("ckpt-") and name.endswith(".weights.h5"):
-            try:
-                found.append((int(name[len("ckpt-") : -len(".weights.h5")]), name))
-            except ValueError:
-                continue
-    return [os.path.join(directory, name) for _, name in sorted(found)]
-
-
-def load_weights_checked(model, path):
-    """`model.load_weights(path)` with a clear error for a missing or unreadable file."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"Checkpoint {path!r} does not exist.")
-    try:
-        model.load_weights(path)
-    except Exception as e:  # h5py, Keras and OS errors all mean "cannot read it"
-        raise ValueError(f"Cannot read the checkpoint {path!r}: {e}") from None
-
-
-def average_checkpoints(model, paths):
-    """Loads the element-wise mean of the weights in `paths` into `model`
-    (the paper averages the last 5 or 20 checkpoints)."""
-    if not paths:
-        raise ValueError("No checkpoints to average.")
-    total = None
-    for path in paths:
-        load_weights_checked(model, path)
-        weights = [np.asarray(w) for w in model.get_weights()]
-        if total is None:
-            total = [w.astype(np.float64) if _is_float(w) else w for w in weights]
-        else:  # non-float state (e.g. a seed) is taken from the last checkpoint
-            total = [t + w if _is_float(w) else w for t, w in zip(total, weights)]
-    model.set_weights([t / len(paths) if _is_float(t) else t for t in total])
-    return model
-
-
-def _is_float(array):
-    return np.issubdtype(array.dtype, np.floating)

@@ -7,7 +7,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_attention.data.tokenizers import END_ID, START_ID
+from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
 from keras_attention.decoding import search
 
 
@@ -48,8 +48,8 @@ def attention_maps(model, source_tokenizer, target_tokenizer, source, target=Non
     translation; with a `target` sentence they are the teacher-forced maps
     of that pair.
     """
-    source_ids = source_tokenizer.tokenize(tf.constant([source])).to_list()[0]
-    source_ids = source_ids[: model.max_length - 1] + [END_ID]
+    source_ids = tokenize_with_end(source_tokenizer, tf.constant([source]), model.max_length)
+    source_ids = source_ids.to_list()[0]
     encoder_tokens = np.asarray([source_ids], np.int32)
     if target is None:
         tokens, _ = search(model, encoder_tokens, model.max_length, START_ID, END_ID,
@@ -58,8 +58,8 @@ def attention_maps(model, source_tokenizer, target_tokenizer, source, target=Non
         if not output_ids or output_ids[-1] != END_ID:  # hit the length limit
             output_ids = output_ids[: model.max_length - 1] + [END_ID]
     else:
-        output_ids = target_tokenizer.tokenize(tf.constant([target])).to_list()[0]
-        output_ids = output_ids[: model.max_length - 1] + [END_ID]
+        output_ids = tokenize_with_end(target_tokenizer, tf.constant([target]), model.max_length)
+        output_ids = output_ids.to_list()[0]
     input_ids = [START_ID] + output_ids[:-1]
     scores = model.attention_scores(encoder_tokens, np.asarray([input_ids], np.int32))
 

@@ -1,5 +1,9 @@
 """Attention heatmaps as PNG files, drawn with matplotlib.
 
+Figures are `matplotlib.figure.Figure` objects saved straight to files:
+pyplot is not used, so importing this module leaves the user's plotting
+backend (a notebook's inline one, say) as it is.
+
 For each layer: one figure with a panel per head and a last panel with the
 average over heads; rows are queries, columns keys, labelled with the
 subword tokens; one colour bar for the figure (weights in [0, 1]). Panels
@@ -9,10 +13,7 @@ are sized for sentences of about 25 tokens and 8 heads.
 import math
 import os
 
-import matplotlib
-
-matplotlib.use("Agg")  # files only; no display needed
-import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure
 
 PANEL_INCHES = 3.6
 DPI = 100
@@ -39,9 +40,9 @@ def _figure(heads, row_labels, col_labels, suptitle, xlabel, ylabel, path):
     panels.append(("average over heads", heads.mean(axis=0)))
     columns = min(len(panels), 3 if len(panels) <= 9 else 4)
     rows = math.ceil(len(panels) / columns)
-    fig, axes = plt.subplots(rows, columns, figsize=(columns * PANEL_INCHES,
-                                                     rows * PANEL_INCHES + 0.6),
-                             squeeze=False, constrained_layout=True)
+    fig = Figure(figsize=(columns * PANEL_INCHES, rows * PANEL_INCHES + 0.6),
+                 layout="constrained")
+    axes = fig.subplots(rows, columns, squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.axis("off")
     image = None
@@ -54,15 +55,14 @@ def _figure(heads, row_labels, col_labels, suptitle, xlabel, ylabel, path):
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6, label="attention weight")
     fig.suptitle(suptitle, fontsize=11)
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return path
 
 
 def _layer_overview(maps, path, name):
     """Cross-attention averaged over heads, one panel per layer."""
     layers = maps.cross.shape[0]
-    fig, axes = plt.subplots(1, layers, figsize=(layers * PANEL_INCHES + 1.0, PANEL_INCHES + 0.8),
-                             squeeze=False, constrained_layout=True)
+    fig = Figure(figsize=(layers * PANEL_INCHES + 1.0, PANEL_INCHES + 0.8), layout="constrained")
+    axes = fig.subplots(1, layers, squeeze=False)
     image = None
     for i, ax in enumerate(axes[0]):
         image = plot_attention(ax, maps.cross[i].mean(axis=0), maps.target_tokens,
@@ -72,7 +72,6 @@ def _layer_overview(maps, path, name):
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight")
     fig.suptitle(f"{name}: {maps.source!r} -> {maps.translation!r}", fontsize=10)
     fig.savefig(path, dpi=DPI)
-    plt.close(fig)
     return path
 
 

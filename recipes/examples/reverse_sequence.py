@@ -32,9 +32,11 @@ def make_data(rng, n, length, vocabulary_size):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--length", type=int, default=8, help="source sequence length (default: 8)")
-    parser.add_argument("--vocabulary-size", type=int, default=16, help="number of token ids (default: 16)")
+    parser.add_argument("--vocabulary-size", type=int, default=16,
+                        help="number of token ids (default: 16)")
     parser.add_argument("--steps", type=int, default=1500, help="training steps (default: 1500)")
     parser.add_argument("--batch-size", type=int, default=64, help="batch size (default: 64)")
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")

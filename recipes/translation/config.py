@@ -11,8 +11,8 @@ import dataclasses
 import json
 import typing
 
-# Listed here so that `--help` does not import TensorFlow; check_config()
-# compares them with the library's (and tests/recipes check they agree).
+# Listed here so that `--help` does not import TensorFlow (the library's
+# lists need it); tests/recipes check that they agree with the library's.
 MODEL_PRESETS = ("tiny", "tutorial", "base", "big")
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 STRATEGIES = ("auto", "default", "mirrored", "multi_worker", "tpu")
@@ -233,26 +233,29 @@ def config_from_args(args):
 
 
 def check_config(config):
-    """Raises ValueError naming the first bad field."""
+    """Raises ValueError naming the first bad field (by its flag)."""
+    # Imported here: `--help` must not import Keras/TensorFlow (see above).
+    from keras_attention._validation import (
+        check_non_negative,
+        check_non_negative_int,
+        check_positive_int,
+        check_rate,
+    )
+
     positive = ("vocabulary_size", "max_length", "batch_tokens", "steps", "steps_per_epoch",
                 "warmup_steps", "beam_size", "eval_batch_size", "keep_checkpoints",
                 "average_checkpoints", "backup_every_steps", "shuffle_buffer")
     if config.early_stopping_patience is not None:
         positive += ("early_stopping_patience",)
     for name in positive:
-        value = getattr(config, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"--{name.replace('_', '-')} must be a positive integer; "
-                             f"received {value!r}.")
+        check_positive_int(_flag(name), getattr(config, name))
     if config.time_budget is not None and not (0 < config.time_budget < float("inf")):
         raise ValueError(f"--time-budget must be a positive number of minutes; "
                          f"received {config.time_budget!r}.")
     if config.time_budget is not None and config.strategy == "multi_worker":
         raise ValueError("--time-budget cannot stop several workers at the same step; "
                          "use --steps with --strategy multi_worker.")
-    if not isinstance(config.validation_bleu_sentences, int) or config.validation_bleu_sentences < 0:
-        raise ValueError(f"--validation-bleu-sentences must be >= 0; "
-                         f"received {config.validation_bleu_sentences!r}.")
+    check_non_negative_int("--validation-bleu-sentences", config.validation_bleu_sentences)
     if config.early_stopping_patience is not None and not config.validation_bleu_sentences:
         raise ValueError("--early-stopping-patience needs validation BLEU: "
                          "--validation-bleu-sentences must be > 0.")
@@ -264,16 +267,10 @@ def check_config(config):
             f"--average-checkpoints {config.average_checkpoints} needs at least that many kept "
             f"checkpoints; --keep-checkpoints is {config.keep_checkpoints}."
         )
-    if config.max_eval_sentences is not None and (
-            not isinstance(config.max_eval_sentences, int) or config.max_eval_sentences < 1):
-        raise ValueError(f"--max-eval-sentences must be a positive integer (omit it to score "
-                         f"every sentence); received {config.max_eval_sentences!r}.")
-    if not isinstance(config.attention_plots, int) or config.attention_plots < 0:
-        raise ValueError(f"--attention-plots must be >= 0; received {config.attention_plots!r}.")
-    if not 0.0 <= config.label_smoothing < 1.0:
-        raise ValueError(f"--label-smoothing must be in [0, 1); received {config.label_smoothing}.")
-    if config.length_penalty < 0:
-        raise ValueError(f"--length-penalty must be >= 0; received {config.length_penalty}.")
+    check_positive_int("--max-eval-sentences", config.max_eval_sentences, allow_none=True)
+    check_non_negative_int("--attention-plots", config.attention_plots)
+    check_rate("--label-smoothing", config.label_smoothing)
+    check_non_negative("--length-penalty", config.length_penalty)
     if config.dataset == "text_files":
         if not config.train_files:
             raise ValueError("--dataset text_files needs --train-files SRC TGT (or a TSV file).")

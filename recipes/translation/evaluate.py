@@ -16,10 +16,9 @@ Examples:
 import argparse
 import json
 import logging
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+if not __package__:  # run as a file, not with `python -m recipes.translation.evaluate`
+    import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
 from recipes.translation.config import positive_int  # noqa: E402
 

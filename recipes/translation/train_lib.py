@@ -16,7 +16,6 @@ A run directory holds:
 
 import dataclasses
 import json
-import logging
 import os
 import re
 import time
@@ -34,7 +33,7 @@ from keras_attention.data import (
     save_tokenizers,
     train_tokenizers,
 )
-from keras_attention.evaluation import corpus_bleu, corpus_chrf, translate
+from keras_attention.evaluation import corpus_bleu, corpus_chrf
 from keras_attention.export import export_translator
 from keras_attention.models import Transformer
 from keras_attention.training import (
@@ -49,10 +48,9 @@ from keras_attention.training import (
     make_strategy,
     resolve_precision,
 )
+from keras_attention.translation import translate
 from keras_attention.visualization import attention_maps, save_attention_heatmaps
 from recipes.translation.config import check_config, load_config
-
-logger = logging.getLogger("keras_attention")
 
 
 def make_corpus(config):
@@ -64,7 +62,8 @@ def make_corpus(config):
         if config.test_files:
             files["test"] = config.test_files
         holdout = config.holdout if len(files) == 1 else None  # only without other files
-        return TextFilesCorpus(files, config.source_lang or "source", config.target_lang or "target",
+        return TextFilesCorpus(files, config.source_lang or "source",
+                               config.target_lang or "target",
                                tsv_columns=config.tsv_columns, holdout=holdout,
                                split_seed=config.split_seed)
     return TfdsCorpus(config.dataset, config.source_lang, config.target_lang,

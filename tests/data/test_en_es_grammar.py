@@ -100,8 +100,9 @@ def big_sample():
 
 
 @pytest.fixture(scope="module")
-def splits():
-    return make_splits()
+def splits(bundled_splits):
+    """`make_splits()` (seed 0, the bundled corpus's), built once per session."""
+    return bundled_splits
 
 
 # --------------------------------------------------------------------------- #

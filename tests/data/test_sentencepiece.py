@@ -23,7 +23,7 @@ from keras_attention.data import (
     save_tokenizers,
     train_tokenizers,
 )
-from tests.data.conftest import ENGLISH, SPANISH
+from tests.helpers import ENGLISH, SPANISH
 
 # Text that WordPiece's word splitting cannot give back exactly.
 TRICKY = ['Es a las 2:30, ¿vale?', 'Dijo "hola" y se fue.', "Tom's dog - a 3.5 kg one."]
@@ -85,7 +85,8 @@ def test_lowercase(sentence_pairs):
     (tokenizer, _) = train_tokenizers(sentence_pairs, 150, lowercase=True,
                                       algorithm="sentencepiece")
     assert not any("T" in piece for piece in tokenizer.vocabulary[4:])
-    assert tokenizer.detokenize(tokenizer.tokenize(["THE Red book."])).numpy()[0] == b"the red book."
+    detokenized = tokenizer.detokenize(tokenizer.tokenize(["THE Red book."]))
+    assert detokenized.numpy()[0] == b"the red book."
 
 
 def test_save_load_and_errors(tmp_path, sp_tokenizers):
@@ -131,6 +132,7 @@ def test_shared(sentence_pairs):
     ]
 
 
+@pytest.mark.slow
 def test_inside_a_saved_model_loaded_with_tensorflow_text_only(tmp_path, sp_tokenizers):
     _, target = sp_tokenizers
     module = tf.Module()
@@ -176,6 +178,7 @@ def _synthetic_corpus(pairs, seed=0):
     return sentences[:pairs], sentences[pairs:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["wordpiece", "sentencepiece"])
 def test_learns_a_full_vocabulary_from_a_large_corpus(algorithm):
     """50k pairs with ~30k word types: both native learners fill an 8k

@@ -22,7 +22,8 @@ def test_two_aligned_files(tmp_path):
 def test_tsv(tmp_path):
     path = write(tmp_path / "train.tsv", "The red book.\tEl libro rojo.\nI left.\tDejé.\n")
     text = read_text(str(path))
-    assert text.sources == ("The red book.", "I left.") and text.targets == ("El libro rojo.", "Dejé.")
+    assert text.sources == ("The red book.", "I left.")
+    assert text.targets == ("El libro rojo.", "Dejé.")
 
 
 def test_blank_pairs_are_skipped_and_counted(tmp_path, caplog):
@@ -58,7 +59,8 @@ def test_not_utf8_names_file_and_line(tmp_path):
 
 def test_tsv_with_wrong_field_count(tmp_path):
     path = write(tmp_path / "a.tsv", "one\tuno\ntwo dos\n")
-    with pytest.raises(ValueError, match=r"a\.tsv, line 2: expected at least 2 tab-separated fields"):
+    with pytest.raises(ValueError,
+                       match=r"a\.tsv, line 2: expected at least 2 tab-separated fields"):
         read_text(path)
 
 
@@ -85,7 +87,8 @@ def test_corpus(tmp_path):
     corpus = TextFilesCorpus({"train": train, "test": (test_src, test_tgt)}, "en", "es")
     pairs = [(s.decode(), t.decode()) for s, t in corpus.load("train").as_numpy_iterator()]
     assert pairs == [("The red book.", "El libro rojo."), ("I left.", "Dejé.")]
-    assert [(s, t) for s, t in corpus.load("test").as_numpy_iterator()] == [(b"The cat.", b"El gato.")]
+    test_pairs = [(s, t) for s, t in corpus.load("test").as_numpy_iterator()]
+    assert test_pairs == [(b"The cat.", b"El gato.")]
     with pytest.raises(ValueError, match="Unknown split 'validation'"):
         corpus.load("validation")
 

@@ -1,3 +1,6 @@
+import importlib
+import pkgutil
+
 import keras
 import numpy as np
 import pytest
@@ -5,6 +8,7 @@ import pytest
 from keras_attention.decoding import beam_search, greedy_search, search
 from keras_attention.layers import without_xla_ops
 from keras_attention.models import Transformer
+from tests import references
 from tests.layer_test_case import to_numpy
 
 START, END = 1, 2
@@ -28,7 +32,7 @@ def trained():
     """A tiny Transformer trained for 600 steps to reverse sequences (~15 s)."""
     keras.utils.set_random_seed(0)
     rng = np.random.default_rng(0)
-    model = Transformer.from_preset("tiny", encoder_vocabulary_size=16, decoder_vocabulary_size=16)
+    model = tiny_model()
     steps = 600
     src, tgt = reverse_task(rng, steps * 64)
     model.compile(
@@ -42,6 +46,10 @@ def trained():
     return model
 
 
+def tiny_model():
+    return Transformer.from_preset("tiny", encoder_vocabulary_size=16, decoder_vocabulary_size=16)
+
+
 def expected_tokens(src, max_length):
     out = np.zeros((len(src), max_length), "int32")
     for row, seq in enumerate(src):
@@ -50,6 +58,7 @@ def expected_tokens(src, max_length):
     return out
 
 
+@pytest.mark.slow
 def test_trained_model_decodes_held_out_examples_exactly(trained):
     src, _ = reverse_task(np.random.default_rng(123), 32)
     expected = expected_tokens(src, 10)
@@ -63,7 +72,7 @@ def test_trained_model_decodes_held_out_examples_exactly(trained):
 @pytest.mark.parametrize("search", ["greedy", "beam"])
 def test_cached_decoding_equals_full_recomputation(trained, search):
     src, _ = reverse_task(np.random.default_rng(7), 6)
-    untrained = Transformer.from_preset("tiny", encoder_vocabulary_size=16, decoder_vocabulary_size=16)
+    untrained = tiny_model()
     for model in (trained, untrained):  # untrained: long, end-less outputs
         if search == "greedy":
             fast = greedy_search(model, src, 9, START, END)
@@ -80,7 +89,7 @@ def test_decoding_without_xla_ops_gives_the_same_tokens(trained, search):
     """The export's cache updates (gather + select, no XLA op) write the same
     values as `slice_update`: tokens and scores are identical, not close."""
     src, _ = reverse_task(np.random.default_rng(11), 6, min_len=1)
-    untrained = Transformer.from_preset("tiny", encoder_vocabulary_size=16, decoder_vocabulary_size=16)
+    untrained = tiny_model()
     for model in (trained, untrained):  # untrained: long, end-less outputs
         tokens, scores = search(model, src, 9, START, END)
         with without_xla_ops():
@@ -91,12 +100,73 @@ def test_decoding_without_xla_ops_gives_the_same_tokens(trained, search):
 
 def test_beam_size_one_equals_greedy(trained):
     src, _ = reverse_task(np.random.default_rng(8), 8)
-    untrained = Transformer.from_preset("tiny", encoder_vocabulary_size=16, decoder_vocabulary_size=16)
+    untrained = tiny_model()
     for model in (trained, untrained):
-        g_tokens, g_scores = greedy_search(model, src, 9, START, END)
+        g_tokens, g_scores = greedy_search(model, src, 9, START, END, length_penalty=0.0)
         b_tokens, b_scores = beam_search(model, src, 9, START, END, beam_size=1, length_penalty=0.0)
         np.testing.assert_array_equal(to_numpy(b_tokens), to_numpy(g_tokens))
         np.testing.assert_allclose(to_numpy(b_scores), to_numpy(g_scores), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("alpha", [0.6, 1.0, 2.0])
+def test_beam_size_one_and_greedy_give_the_same_score_under_a_length_penalty(trained, alpha):
+    """One meaning of `scores`: with the same alpha, greedy and a beam of one
+    agree on tokens and scores (the trained model's greedy hypothesis wins
+    under any alpha), so an export's `score` does not change meaning with
+    the beam size. Sources of every length, so |Y| differs between rows."""
+    src, _ = reverse_task(np.random.default_rng(8), 12, min_len=1)
+    g_tokens, g_scores = greedy_search(trained, src, 10, START, END, length_penalty=alpha)
+    b_tokens, b_scores = beam_search(trained, src, 10, START, END, beam_size=1,
+                                     length_penalty=alpha)
+    np.testing.assert_array_equal(to_numpy(b_tokens), to_numpy(g_tokens))
+    np.testing.assert_allclose(to_numpy(b_scores), to_numpy(g_scores), rtol=1e-5, atol=1e-6)
+    s_tokens, s_scores = search(trained, src, 10, START, END, beam_size=1, length_penalty=alpha)
+    np.testing.assert_array_equal(to_numpy(s_tokens), to_numpy(g_tokens))
+    np.testing.assert_allclose(to_numpy(s_scores), to_numpy(b_scores), rtol=1e-5, atol=1e-6)
+
+
+def reference_scores(model, src, tokens, alpha):
+    """The NumPy sequence scores of `tokens` from one teacher-forced pass of
+    the functional model."""
+    tokens = np.asarray(tokens)
+    decoder_tokens = np.concatenate([np.full((len(tokens), 1), START), tokens[:, :-1]], 1)
+    decoder_tokens = decoder_tokens.astype("int32")
+    logits = to_numpy(model({"encoder_tokens": src, "decoder_tokens": decoder_tokens}))
+    return references.sequence_scores(logits, tokens, END, alpha)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_scores_are_log_probability_over_the_length_penalty(trained, beam_size, alpha):
+    """The one definition both searches document, against a NumPy reference,
+    on finished hypotheses (trained) and on ones that hit max_length (untrained)."""
+    src, _ = reverse_task(np.random.default_rng(12), 6, min_len=1)
+    untrained = tiny_model()
+    for model in (trained, untrained):
+        if beam_size == 1:
+            tokens, scores = greedy_search(model, src, 9, START, END, length_penalty=alpha)
+        else:
+            tokens, scores = beam_search(model, src, 9, START, END, beam_size=beam_size,
+                                         length_penalty=alpha)
+        expected = reference_scores(model, src, to_numpy(tokens).astype("int32"), alpha)
+        np.testing.assert_allclose(to_numpy(scores), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("package", [
+    "keras_attention.decoding", "keras_attention.layers", "keras_attention.models",
+    "keras_attention.data", "keras_attention.training", "keras_attention.evaluation",
+    "keras_attention.export", "keras_attention.visualization",
+])
+def test_no_module_is_named_like_what_its_package_exports(package):
+    """A module named like a function its package exports is shadowed by it
+    (`import keras_attention.decoding.search` gave the function `search`):
+    every module must stay importable as a module."""
+    try:
+        module = importlib.import_module(package)
+    except ImportError as e:  # an extra that is not installed
+        pytest.skip(str(e))
+    modules = {info.name for info in pkgutil.iter_modules(module.__path__)}
+    assert not modules & set(module.__all__), sorted(modules & set(module.__all__))
 
 
 @pytest.mark.parametrize("search", [greedy_search, beam_search])
@@ -126,10 +196,11 @@ def test_beam_search_finds_better_scores_than_greedy():
     """On an untrained model, the length-normalized beam score of the best
     hypothesis is never below the score of the greedy hypothesis, normalized
     the same way (greedy is one of the hypotheses beam search considers)."""
-    model = Transformer.from_preset("tiny", encoder_vocabulary_size=16, decoder_vocabulary_size=16)
+    model = tiny_model()
     src, _ = reverse_task(np.random.default_rng(11), 8)
-    g_tokens, g_scores = (to_numpy(x) for x in greedy_search(model, src, 6, START, END))
-    _, b_scores = (to_numpy(x) for x in beam_search(model, src, 6, START, END, beam_size=4, length_penalty=0.0))
+    _, g_scores = greedy_search(model, src, 6, START, END, length_penalty=0.0)
+    _, b_scores = beam_search(model, src, 6, START, END, beam_size=4, length_penalty=0.0)
+    g_scores, b_scores = to_numpy(g_scores), to_numpy(b_scores)
     assert np.all(b_scores >= g_scores - 1e-5)
 
 
@@ -142,26 +213,54 @@ def test_beam_search_finds_better_scores_than_greedy():
         ({"beam_size": 0}, "beam_size=0"),
         ({"length_penalty": -1.0}, "length_penalty=-1.0"),
         ({"end_id": 99}, "end_id=99"),
+        ({"end_id": 0}, "must not be the padding id 0"),
     ],
 )
 def test_bad_arguments(kwargs, match):
-    model = Transformer.from_preset("tiny", encoder_vocabulary_size=16, decoder_vocabulary_size=16)
+    model = tiny_model()
     args = {"max_length": 5, "start_id": START, "end_id": END, **kwargs}
     with pytest.raises(ValueError, match=match):
         beam_search(model, [[3, 4]], **args)
-    if "beam_size" not in kwargs and "length_penalty" not in kwargs:
+    if "beam_size" not in kwargs:
         with pytest.raises(ValueError, match=match):
             greedy_search(model, [[3, 4]], **args)
 
 
 def test_search_picks_greedy_for_one_beam_and_beam_search_otherwise():
-    model = Transformer.from_preset("tiny", encoder_vocabulary_size=16, decoder_vocabulary_size=16)
+    model = tiny_model()
     src, _ = reverse_task(np.random.default_rng(5), 4)
     for got, expected in [
-        (search(model, src, 6, START, END, beam_size=1, length_penalty=0.6),
-         greedy_search(model, src, 6, START, END)),
+        (search(model, src, 6, START, END, beam_size=1, length_penalty=1.5),
+         greedy_search(model, src, 6, START, END, length_penalty=1.5)),
         (search(model, src, 6, START, END, beam_size=3, length_penalty=0.6),
          beam_search(model, src, 6, START, END, beam_size=3, length_penalty=0.6)),
     ]:
         np.testing.assert_array_equal(to_numpy(got[0]), to_numpy(expected[0]))
         np.testing.assert_allclose(to_numpy(got[1]), to_numpy(expected[1]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_the_padding_id_is_never_generated(beam_size):
+    """A model that prefers the padding id 0 at every step: a generated 0
+    would read as "no token" in later steps (and break cached == full), so
+    the searches never emit it before the end token."""
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=16, decoder_vocabulary_size=16,
+                                    tie_output_embeddings=False)
+    model(INPUTS_FOR_BUILD)
+    kernel, bias = model.output_projection.get_weights()
+    bias[0] = 100.0  # id 0 wins every unmasked argmax
+    model.output_projection.set_weights([kernel, bias])
+    src, _ = reverse_task(np.random.default_rng(12), 4)
+    encoded, mask = model.encode(src)
+    first = model.decode_full(np.full((4, 1), START, "int32"), encoded, mask)[:, -1]
+    assert np.all(np.argmax(to_numpy(first), -1) == 0)  # unmasked, the padding id would win
+    tokens, _ = search(model, src, 9, START, END, beam_size=beam_size)
+    tokens = to_numpy(tokens).astype(int)
+    for row in tokens:
+        ends = np.flatnonzero(row == END)
+        real = row[: ends[0]] if len(ends) else row
+        assert np.all(real != 0), row
+
+
+INPUTS_FOR_BUILD = {"encoder_tokens": np.ones((1, 3), "int32"),
+                    "decoder_tokens": np.ones((1, 3), "int32")}

@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_attention.evaluation import translate
+from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
+from keras_attention.decoding import greedy_search
 from keras_attention.export import export_translator, next_version
+from keras_attention.translation import translate
 from recipes.translation.train_lib import load_run
+from tests.helpers import FRESH_PROCESS
 
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
 SENTENCES = [
@@ -67,63 +70,36 @@ def test_signature_equals_python_side_translation(exported, run):
     np.testing.assert_allclose(outputs["score"].numpy(), expected_scores, rtol=1e-4, atol=1e-4)
 
 
-FRESH_PROCESS = textwrap.dedent(
-    """
-    import json, sys, threading
-    import tensorflow as tf
-    from tensorflow.core.protobuf import saved_model_pb2
-    from tensorflow.python.framework import op_def_registry
+def test_sources_are_tokenized_truncated_and_ended_by_one_function(run):
+    """`tokenize_with_end` (the export's, `translate`'s and the attention
+    maps' first step) in a graph: ids cut to max_length - 1, then [END]."""
+    _, source, _, model = run
+    texts = ["", "The red book.", " ".join(["the red book"] * 100)]
+    encode = tf.function(lambda t: tokenize_with_end(source, t, model.max_length).to_tensor())
+    ids = encode(tf.constant(texts)).numpy()
+    full = source.tokenize(tf.constant(texts)).to_list()
+    assert ids.shape == (3, model.max_length) and len(full[2]) > model.max_length
+    for row, expected in zip(ids, full):
+        expected = expected[: model.max_length - 1] + [END_ID]
+        assert row.tolist() == expected + [0] * (model.max_length - len(expected))
 
-    path = sys.argv[1]
-    # (b) the graph and its function library: every op registered by core
-    # TensorFlow or by TensorFlow Text (TF Serving links both), no XLA op,
-    # no function or call marked for XLA compilation
-    proto = saved_model_pb2.SavedModel()
-    proto.ParseFromString(open(path + "/saved_model.pb", "rb").read())
-    ops, xla_marked = set(), []
-    def walk(nodes, where):
-        for node in nodes:
-            ops.add(node.op)
-            xla_marked.extend(f"{where}/{node.name}: {key}" for key, value in node.attr.items()
-                              if key.startswith("_Xla") and value.b)
-    for graph in proto.meta_graphs:
-        walk(graph.graph_def.node, "graph")
-        for function in graph.graph_def.library.function:
-            walk(function.node_def, function.signature.name)
-            xla_marked.extend(f"{function.signature.name}: {key}" for key, value
-                              in function.attr.items() if key.startswith("_Xla") and value.b)
-    functions = {f.signature.name for g in proto.meta_graphs for f in g.graph_def.library.function}
-    ops -= functions
-    core = {op for op in ops if op_def_registry.get(op) is not None}
-    import tensorflow_text  # noqa: F401  registers the TF Text ops, as TF Serving links them
-    result = {"imported": sorted(m for m in sys.modules
-                                 if m.split(".")[0] in ("keras_attention", "keras_hub"))}
-    result["text_ops"] = sorted(op for op in ops - core if op_def_registry.get(op) is not None)
-    result["unregistered"] = sorted(op for op in ops if op_def_registry.get(op) is None)
-    result["xla_ops"] = sorted(op for op in ops if op.startswith("Xla"))
-    result["xla_marked"] = xla_marked
-    result["ops"] = len(ops)
-    # (a) load and call it
-    serve = tf.saved_model.load(path).signatures["serving_default"]
-    def call(texts):
-        out = serve(text=tf.constant(texts))
-        return [t.decode("utf-8") for t in out["translation"].numpy()], out["score"].numpy().tolist()
-    sentences = json.loads(sys.argv[2])
-    result["translations"], result["scores"] = call(sentences)
-    result["edge"], _ = call([b"", b"   \\t ", b"\\xff\\xfe bad \\xc3 bytes", ("the red book " * 800).encode()])
-    batch = [" ".join(sentences[: 1 + i % 4]) for i in range(256)]
-    result["batch"], _ = call(batch)
-    sequential = [call(batch[i * 8:(i + 1) * 8])[0] for i in range(8)]
-    threaded = [None] * 8
-    def work(i):
-        threaded[i] = call(batch[i * 8:(i + 1) * 8])[0]
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in threads: t.start()
-    for t in threads: t.join()
-    result["threads_equal"] = threaded == sequential
-    print(json.dumps(result))
-    """
-)
+
+def test_score_means_the_same_with_one_beam(run, tmp_path):
+    """`--beam-size 1` exports greedy search, and its `score` is still
+    log P(Y|X) / ((5 + |Y|) / 6)^alpha, as with beam search."""
+    _, source, target, model = run
+    alpha = 1.0
+    path = export_translator(model, source, target, str(tmp_path), beam_size=1,
+                             length_penalty=alpha)
+    served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(SENTENCES))
+    encoder_tokens = tokenize_with_end(source, tf.constant(SENTENCES), model.max_length).to_tensor()
+    tokens, log_probs = greedy_search(model, encoder_tokens, model.max_length, START_ID, END_ID,
+                                      length_penalty=0.0)
+    tokens = np.asarray(tokens)
+    lengths = np.array([list(row).index(END_ID) + 1 if END_ID in row else len(row)
+                        for row in tokens])
+    expected = np.asarray(log_probs) / ((5.0 + lengths) / 6.0) ** alpha
+    np.testing.assert_allclose(served["score"].numpy(), expected, rtol=1e-4, atol=1e-4)
 
 
 @pytest.fixture(scope="module")
@@ -218,7 +194,8 @@ def malformed(exported):
     result = subprocess.run([sys.executable, "-c", MALFORMED, exported],
                             capture_output=True, text=True, timeout=600, check=False)
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    assert result.returncode == 0, (f"crashed ({result.returncode}) on {lines[-1] if lines else '?'}"
+    assert result.returncode == 0, (f"crashed ({result.returncode}) "
+                                    f"on {lines[-1] if lines else '?'}"
                                     f": {result.stderr[-3000:]}")
     return {line["case"]: line for line in lines if "case" in line}
 

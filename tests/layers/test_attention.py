@@ -6,26 +6,8 @@ import pytest
 from keras import ops
 
 from keras_attention.layers import ScaledDotProductAttention, scaled_dot_product_attention
+from tests import references
 from tests.layer_test_case import TOLERANCES, assert_close, run_layer_test, to_numpy
-
-
-def reference_attention(q, k, v, mask=None, causal=False, scale=None):
-    """softmax(QKᵀ·scale + mask)·V in float64 NumPy; fully masked rows -> 0."""
-    q, k, v = (np.asarray(a, np.float64) for a in (q, k, v))
-    scale = 1.0 / np.sqrt(q.shape[-1]) if scale is None else scale
-    logits = q @ np.swapaxes(k, -1, -2) * scale
-    allowed = np.ones(logits.shape, bool)
-    if mask is not None:
-        allowed &= np.broadcast_to(mask, logits.shape)
-    if causal:
-        allowed &= np.tril(np.ones(logits.shape[-2:], bool))
-    logits = np.where(allowed, logits, -np.inf)
-    row_max = np.max(logits, axis=-1, keepdims=True)
-    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
-    e = np.exp(logits - row_max) * allowed
-    denom = e.sum(-1, keepdims=True)
-    w = np.divide(e, denom, out=np.zeros_like(e), where=denom > 0)
-    return w @ v, w
 
 
 def _inputs(rng, lead=(2,), t=5, s=7, d_k=8, d_v=6):
@@ -50,7 +32,7 @@ def test_matches_numpy_reference(masked, causal, dtype):
     rng = np.random.default_rng(0)
     q, k, v = _inputs(rng, lead=(2, 3), t=6, s=6)
     mask = _random_mask(rng, (2, 1, 6, 6)) if masked else None
-    expected_out, expected_w = reference_attention(q, k, v, mask, causal)
+    expected_out, expected_w = references.attention(q, k, v, mask, causal)
     cast = lambda a: ops.cast(a, dtype)  # noqa: E731
     out, w = scaled_dot_product_attention(
         cast(q), cast(k), cast(v), mask=mask, causal=causal
@@ -69,7 +51,7 @@ def test_cross_lengths_and_leading_dims():
     q, k, v = _inputs(rng, lead=(2, 3, 4), t=3, s=9, d_k=5, d_v=11)
     out, w = scaled_dot_product_attention(q, k, v)
     assert out.shape == (2, 3, 4, 3, 11) and w.shape == (2, 3, 4, 3, 9)
-    expected_out, _ = reference_attention(q, k, v)
+    expected_out, _ = references.attention(q, k, v)
     assert_close(out, expected_out)
 
 
@@ -77,7 +59,7 @@ def test_custom_scale():
     rng = np.random.default_rng(2)
     q, k, v = _inputs(rng)
     out, _ = scaled_dot_product_attention(q, k, v, scale=0.05)
-    assert_close(out, reference_attention(q, k, v, scale=0.05)[0])
+    assert_close(out, references.attention(q, k, v, scale=0.05)[0])
 
 
 def test_causal_with_rectangular_logits_is_top_left_aligned():
@@ -119,12 +101,13 @@ def test_dropout_only_in_training():
     rng = np.random.default_rng(5)
     q, k, v = _inputs(rng)
     seed = keras.random.SeedGenerator(0)
-    inference, _ = scaled_dot_product_attention(q, k, v, dropout_rate=0.5, training=False, seed=seed)
-    assert_close(inference, reference_attention(q, k, v)[0])
+    inference, _ = scaled_dot_product_attention(q, k, v, dropout_rate=0.5, training=False,
+                                                seed=seed)
+    assert_close(inference, references.attention(q, k, v)[0])
     train, w = scaled_dot_product_attention(q, k, v, dropout_rate=0.5, training=True, seed=seed)
     assert not np.allclose(to_numpy(train), to_numpy(inference))
     # The returned weights are the ones before dropout.
-    assert_close(w, reference_attention(q, k, v)[1])
+    assert_close(w, references.attention(q, k, v)[1])
 
 
 @pytest.mark.parametrize(
@@ -194,6 +177,6 @@ def test_layer_harness(causal, tmp_path):
         tmp_path=tmp_path,
     )
     out, w = layer(q, k, v, return_attention_scores=True)
-    expected_out, expected_w = reference_attention(q, k, v, causal=causal)
+    expected_out, expected_w = references.attention(q, k, v, causal=causal)
     assert_close(out, expected_out)
     assert_close(w, expected_w)

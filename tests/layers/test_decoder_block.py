@@ -4,34 +4,8 @@ import pytest
 from keras import ops
 
 from keras_attention.layers import DecoderBlock, TokenAndPositionEmbedding
+from tests import references
 from tests.layer_test_case import assert_close, run_layer_test, to_numpy
-from tests.layers.test_multi_head_attention import reference_mha
-
-
-def _layer_norm(layer, x):
-    gamma, beta = (to_numpy(w) for w in layer.weights)
-    mean = x.mean(-1, keepdims=True)
-    var = x.var(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + layer.epsilon) * gamma + beta
-
-
-def reference_decoder(block, x, enc, dec_mask, enc_mask):
-    """NumPy decoder block from the block's own weights."""
-    def sub(h, norm, fn):
-        if block.norm_first:
-            return h + fn(_layer_norm(norm, h))
-        return _layer_norm(norm, h + fn(h))
-
-    self_mask = dec_mask[:, :, None] & dec_mask[:, None, :]
-    cross_mask = dec_mask[:, :, None] & enc_mask[:, None, :]
-    h = sub(x, block.self_attention_norm,
-            lambda y: reference_mha(block.self_attention, y, y, self_mask, causal=True)[0])
-    h = sub(h, block.cross_attention_norm,
-            lambda y: reference_mha(block.cross_attention, y, enc, cross_mask)[0])
-    w1, b1, w2, b2 = (to_numpy(w) for w in (
-        block.feedforward_intermediate_dense.kernel, block.feedforward_intermediate_dense.bias,
-        block.feedforward_output_dense.kernel, block.feedforward_output_dense.bias))
-    return sub(h, block.feedforward_norm, lambda y: np.maximum(y @ w1 + b1, 0) @ w2 + b2)
 
 
 def _data(rng, b=3, t=6, s=8, d=16):
@@ -52,7 +26,7 @@ def test_matches_numpy_reference(norm_first, num_key_value_heads):
     x, enc, dec_mask, enc_mask = _data(rng)
     block = DecoderBlock(4, 32, num_key_value_heads=num_key_value_heads, norm_first=norm_first)
     out = block(x, enc, decoder_padding_mask=dec_mask, encoder_padding_mask=enc_mask)
-    assert_close(out, reference_decoder(block, x, enc, dec_mask, enc_mask))
+    assert_close(out, references.decoder_block(block, x, enc, dec_mask, enc_mask))
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -128,7 +102,8 @@ def test_decoder_mask_propagates():
     np.testing.assert_allclose(avg[1], out[1, 0], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("policy,dtype", [("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")])
+@pytest.mark.parametrize("policy,dtype",
+                         [("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")])
 def test_mixed_precision_mostly_padding(policy, dtype):
     rng = np.random.default_rng(3)
     x = rng.normal(size=(4, 16, 32)).astype("float32")

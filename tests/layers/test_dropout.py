@@ -4,7 +4,7 @@ import pytest
 from keras import ops
 
 from keras_attention.layers import Dropout, dropout
-from keras_attention.layers.dropout import keep_mask
+from keras_attention.layers.dropout_layer import keep_mask
 from tests.layer_test_case import run_layer_test, to_numpy
 
 N = 1 << 20  # a million elements: the binomial standard deviation of the

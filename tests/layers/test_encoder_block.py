@@ -6,80 +6,13 @@ import pytest
 from keras import ops
 
 from keras_attention.layers import EncoderBlock, TokenAndPositionEmbedding
+from tests import references
 from tests.layer_test_case import assert_close, run_layer_test, to_numpy
 
 B, S, D, F, N = 3, 7, 16, 32, 4
 
 
-# --------------------------------------------------------------------------- reference
-
-
-def _w(variable):
-    return to_numpy(variable).astype(np.float64)
-
-
-def reference_mha(block, x, padding):
-    """Self-attention of `block` in float64 NumPy from its own weights.
-
-    Returns `(outputs [B, S, D], weights [B, N, S, S])`. A query row that may
-    attend nothing (a padded query) gets all-zero weights, hence a zero
-    context and an output equal to the output-projection bias.
-    """
-    mha = block.self_attention
-    wq, bq = _w(mha.query_dense.kernel), _w(mha.query_dense.bias)  # [D, N, H], [N, H]
-    wk, bk = _w(mha.key_dense.kernel), _w(mha.key_dense.bias)  # [D, K, H], [K, H]
-    wv, bv = _w(mha.value_dense.kernel), _w(mha.value_dense.bias)  # [D, K, Hv], [K, Hv]
-    wo, bo = _w(mha.output_dense.kernel), _w(mha.output_dense.bias)  # [N, Hv, D], [D]
-    n, k_heads, h = wq.shape[1], wk.shape[1], wq.shape[2]
-    assert n % k_heads == 0
-    q = np.einsum("bsd,dnh->bsnh", x, wq) + bq
-    k = np.einsum("bsd,dkh->bskh", x, wk) + bk
-    v = np.einsum("bsd,dkh->bskh", x, wv) + bv
-    kv_head = np.arange(n) // (n // k_heads)  # query head -> its key/value head
-    k, v = k[:, :, kv_head], v[:, :, kv_head]  # [B, S, N, *]
-    logits = np.einsum("btnh,bsnh->bnts", q, k) / np.sqrt(h)
-    b, s = x.shape[:2]
-    allowed = np.ones((b, 1, s, s), bool)
-    if padding is not None:
-        allowed = padding[:, None, :, None] & padding[:, None, None, :]
-    allowed = np.broadcast_to(allowed, logits.shape)
-    logits = np.where(allowed, logits, -np.inf)
-    row_max = logits.max(-1, keepdims=True)
-    row_max = np.where(np.isfinite(row_max), row_max, 0.0)
-    e = np.exp(logits - row_max) * allowed
-    denom = e.sum(-1, keepdims=True)
-    weights = np.divide(e, denom, out=np.zeros_like(e), where=denom > 0)
-    context = np.einsum("bnts,bsnh->btnh", weights, v)
-    return np.einsum("btnh,nhd->btd", context, wo) + bo, weights
-
-
-def reference_layer_norm(norm, x):
-    mean = x.mean(-1, keepdims=True)
-    var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(var + norm.epsilon) * _w(norm.gamma) + _w(norm.beta)
-
-
-def reference_ffn(block, x):
-    w1 = _w(block.feedforward_intermediate_dense.kernel)
-    b1 = _w(block.feedforward_intermediate_dense.bias)
-    w2 = _w(block.feedforward_output_dense.kernel)
-    b2 = _w(block.feedforward_output_dense.bias)
-    return np.maximum(x @ w1 + b1, 0.0) @ w2 + b2
-
-
-def reference_block(block, x, padding=None):
-    x = np.asarray(x, np.float64)
-    padding = None if padding is None else np.asarray(padding, bool)
-    att_norm, ffn_norm = block.self_attention_norm, block.feedforward_norm
-    if block.norm_first:
-        attended, weights = reference_mha(block, reference_layer_norm(att_norm, x), padding)
-        h = x + attended
-        out = h + reference_ffn(block, reference_layer_norm(ffn_norm, h))
-    else:
-        attended, weights = reference_mha(block, x, padding)
-        h = reference_layer_norm(att_norm, x + attended)
-        out = reference_layer_norm(ffn_norm, h + reference_ffn(block, h))
-    return out, weights
+# --------------------------------------------------------------------------- inputs
 
 
 def _randomize(block, seed=0):
@@ -127,7 +60,7 @@ def test_matches_reference(norm_first, padded, num_key_value_heads):
     if num_key_value_heads is not None:
         assert tuple(block.self_attention.key_dense.kernel.shape) == (D, 2, D // N)
     out = block(x, padding_mask=padding)
-    expected, _ = reference_block(block, x, padding)
+    expected, _ = references.encoder_block(block, x, padding)
     assert tuple(out.shape) == (B, S, D)
     if padded:
         # Real positions first; then all positions (padded queries get a zero
@@ -193,7 +126,7 @@ def test_implicit_keras_mask_equals_explicit_padding_mask(norm_first):
     unmasked = to_numpy(block(ops.convert_to_tensor(to_numpy(x))))
     assert not np.allclose(unmasked[ids != 0], explicit[ids != 0], atol=1e-3)
     # Matches the NumPy reference too.
-    expected, _ = reference_block(block, to_numpy(x), ids != 0)
+    expected, _ = references.encoder_block(block, to_numpy(x), ids != 0)
     _close(implicit, expected)
 
 
@@ -212,7 +145,7 @@ def test_implicit_mask_combined_with_explicit_padding_mask(norm_first):
     extra_mask = np.ones(ids.shape, bool)
     extra_mask[0, 6:] = False  # row 0 has no id padding; mask two more tokens
     out = to_numpy(model([ids, extra_mask]))
-    expected, _ = reference_block(block, to_numpy(embedding(ids)), (ids != 0) & extra_mask)
+    expected, _ = references.encoder_block(block, to_numpy(embedding(ids)), (ids != 0) & extra_mask)
     _close(out, expected)
 
 
@@ -290,7 +223,7 @@ def test_return_attention_scores(num_key_value_heads):
     np.testing.assert_array_equal(sums[~q_valid], 0.0)  # padded queries attend nothing
     k_invalid = np.broadcast_to(~padding[:, None, None, :], scores.shape)
     np.testing.assert_array_equal(scores[k_invalid], 0.0)  # zero columns at padded keys
-    _, expected = reference_block(block, x, padding)
+    _, expected = references.encoder_block(block, x, padding)
     np.testing.assert_allclose(scores, expected, rtol=1e-4, atol=1e-5)
 
 
@@ -352,7 +285,7 @@ def test_dropout_training_vs_inference():
     inference_b = to_numpy(block(x, training=False))
     np.testing.assert_array_equal(inference_a, inference_b)
     np.testing.assert_array_equal(inference_a, to_numpy(block(x)))  # default: inference
-    expected, _ = reference_block(block, x)
+    expected, _ = references.encoder_block(block, x)
     _close(inference_a, expected)
     train_a = to_numpy(block(x, training=True))
     train_b = to_numpy(block(x, training=True))
@@ -370,7 +303,8 @@ def test_zero_dropout_training_is_deterministic():
 # --------------------------------------------------------------------------- mixed precision
 
 
-@pytest.mark.parametrize("policy,dtype", [("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")])
+@pytest.mark.parametrize("policy,dtype",
+                         [("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")])
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_mixed_precision_mostly_padded(policy, dtype, norm_first):
     x = _inputs(7, batch=4, length=16, depth=32)

@@ -6,6 +6,7 @@ import pytest
 from keras import ops
 
 from keras_attention.layers.masks import and_masks, causal_mask, merge_masks, padding_mask
+from tests import references
 
 
 def _np(x):
@@ -48,12 +49,6 @@ def test_causal_mask_offset_zero_is_lower_triangle(n):
     _assert_bool_equal(mask, np.tril(np.ones((n, n), bool)))
 
 
-def _reference_causal(t, s, offset):
-    i = np.arange(t)[:, None]
-    j = np.arange(s)[None, :]
-    return j <= i + offset
-
-
 @pytest.mark.parametrize(
     "t,s,offset",
     [(1, 8, 0), (1, 8, 3), (1, 8, 7), (3, 8, 2), (2, 8, 5), (5, 3, 0), (3, 6, 0), (6, 3, 1)],
@@ -61,7 +56,7 @@ def _reference_causal(t, s, offset):
 def test_causal_mask_offset_and_rectangular(t, s, offset):
     mask = causal_mask(t, s, offset)
     assert tuple(mask.shape) == (t, s)
-    _assert_bool_equal(mask, _reference_causal(t, s, offset))
+    _assert_bool_equal(mask, references.causal_mask(t, s, offset))
 
 
 def test_causal_mask_offset_k_equals_last_rows_of_full_mask():
@@ -76,7 +71,7 @@ def test_causal_mask_offset_k_equals_last_rows_of_full_mask():
 
 def test_causal_mask_scalar_tensor_offset():
     offset = ops.convert_to_tensor(3, dtype="int32")
-    _assert_bool_equal(causal_mask(2, 6, offset), _reference_causal(2, 6, 3))
+    _assert_bool_equal(causal_mask(2, 6, offset), references.causal_mask(2, 6, 3))
 
 
 def test_causal_mask_default_alignment_matches_keras_mha():
@@ -140,7 +135,7 @@ def test_merge_masks_matches_numpy(use_query, use_key, use_attention, causal):
     if use_attention:
         expected &= attention_mask
     if causal:
-        expected &= _reference_causal(t, s, offset)[None]
+        expected &= references.causal_mask(t, s, offset)[None]
 
     merged = merge_masks(
         query_mask=query_mask if use_query else None,

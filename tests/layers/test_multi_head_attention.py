@@ -4,8 +4,8 @@ import pytest
 from keras import ops
 
 from keras_attention.layers import MultiHeadAttention
+from tests import references
 from tests.layer_test_case import assert_close, run_layer_test, to_numpy
-from tests.layers.test_attention import reference_attention
 
 
 def _copy_into_keras_mha(ours, theirs):
@@ -13,22 +13,6 @@ def _copy_into_keras_mha(ours, theirs):
         src, dst = getattr(ours, name), getattr(theirs, f"_{name}")
         for s, d in zip(src.weights, dst.weights):
             d.assign(s)
-
-
-def reference_mha(layer, q_in, v_in, mask=None, causal=False):
-    """NumPy multi-head attention from the layer's own weights."""
-    w = {n: [to_numpy(x) for x in getattr(layer, n).weights] for n in
-         ("query_dense", "key_dense", "value_dense", "output_dense")}
-    q = np.einsum("btd,dnh->btnh", q_in, w["query_dense"][0]) + w["query_dense"][1]
-    k = np.einsum("bsd,dkh->bskh", v_in, w["key_dense"][0]) + w["key_dense"][1]
-    v = np.einsum("bsd,dkh->bskh", v_in, w["value_dense"][0]) + w["value_dense"][1]
-    groups = layer.num_heads // k.shape[2]
-    k, v = np.repeat(k, groups, axis=2), np.repeat(v, groups, axis=2)
-    t = lambda x: np.transpose(x, (0, 2, 1, 3))  # noqa: E731
-    m = None if mask is None else mask[:, None]
-    ctx, scores = reference_attention(t(q), t(k), t(v), m, causal)
-    out = np.einsum("btnh,nhd->btd", t(ctx), w["output_dense"][0]) + w["output_dense"][1]
-    return out, scores
 
 
 def _data(rng, b=2, t=5, s=7, d=16):
@@ -45,7 +29,7 @@ def test_matches_numpy_reference(num_key_value_heads, causal):
     layer = MultiHeadAttention(4, 8, num_key_value_heads=num_key_value_heads, value_dim=5)
     out, scores = layer(q, v, attention_mask=mask, use_causal_mask=causal,
                         return_attention_scores=True)
-    expected_out, expected_scores = reference_mha(layer, q, v, mask, causal)
+    expected_out, expected_scores = references.multi_head_attention(layer, q, v, mask, causal)
     assert_close(out, expected_out)
     assert_close(scores, expected_scores)
     assert scores.shape == (2, 4, 6, 6)
@@ -72,7 +56,8 @@ def test_equals_keras_multi_head_attention(causal):
 
 
 def _embedded(ids_q, ids_v, d=16):
-    q_in, v_in = keras.Input((ids_q.shape[1],), dtype="int32"), keras.Input((ids_v.shape[1],), dtype="int32")
+    q_in, v_in = (keras.Input((ids_q.shape[1],), dtype="int32"),
+                  keras.Input((ids_v.shape[1],), dtype="int32"))
     emb_q = keras.layers.Embedding(20, d, mask_zero=True)
     emb_v = keras.layers.Embedding(20, d, mask_zero=True)
     return q_in, v_in, emb_q, emb_v
@@ -81,7 +66,8 @@ def _embedded(ids_q, ids_v, d=16):
 @pytest.mark.parametrize("self_attention", [True, False])
 def test_implicit_keras_mask_equals_explicit_mask(self_attention):
     ids_q = np.array([[3, 4, 5, 0, 0], [1, 2, 3, 4, 5]])
-    ids_v = ids_q if self_attention else np.array([[1, 2, 0, 0, 0, 0, 0, 0], [5, 6, 7, 8, 9, 1, 2, 0]])
+    ids_v = ids_q if self_attention else np.array([[1, 2, 0, 0, 0, 0, 0, 0],
+                                                   [5, 6, 7, 8, 9, 1, 2, 0]])
     q_in, v_in, emb_q, emb_v = _embedded(ids_q, ids_v)
     layer = MultiHeadAttention(4, 4)
     if self_attention:
@@ -150,7 +136,8 @@ def test_dropout_only_in_training():
     assert not np.allclose(to_numpy(layer(q, v, training=True)), to_numpy(a))
 
 
-@pytest.mark.parametrize("policy,dtype", [("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")])
+@pytest.mark.parametrize("policy,dtype",
+                         [("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")])
 def test_mixed_precision_finite_on_mostly_padding(policy, dtype):
     rng = np.random.default_rng(5)
     x = rng.normal(size=(4, 16, 32)).astype("float32")

@@ -10,6 +10,7 @@ from keras_attention.layers import (
     TokenAndPositionEmbedding,
     sinusoidal_position_encoding,
 )
+from tests import references
 from tests.layer_test_case import assert_close, run_layer_test, to_numpy
 
 # Regression: `position_encoding="learned"` once sliced the raw Keras Variable
@@ -17,18 +18,6 @@ from tests.layer_test_case import assert_close, run_layer_test, to_numpy
 # abstractification is no longer supported"); every call failed under
 # KERAS_BACKEND=jax. The learned-kind tests below cover it on both backends.
 KINDS = ["sinusoidal", "learned"]
-
-
-def reference_sinusoidal(length, depth, start_index=0, max_wavelength=10000.0):
-    """The paper's formula, interleaved, in float64 NumPy, written per element."""
-    pe = np.zeros((length, depth), np.float64)
-    for row in range(length):
-        pos = start_index + row
-        for d in range(depth):
-            i = d // 2
-            angle = pos / max_wavelength ** (2 * i / depth)
-            pe[row, d] = math.sin(angle) if d % 2 == 0 else math.cos(angle)
-    return pe
 
 
 def _ids(rng, batch=2, length=6, vocab=20, pad_tail=(0, 2)):
@@ -49,7 +38,7 @@ def test_sinusoidal_matches_paper_formula(depth):
     assert tuple(pe.shape) == (length, depth)
     assert keras.backend.standardize_dtype(pe.dtype) == "float32"
     np.testing.assert_allclose(
-        to_numpy(pe), reference_sinusoidal(length, depth), rtol=1e-5, atol=1e-5
+        to_numpy(pe), references.sinusoidal_position_encoding(length, depth), rtol=1e-5, atol=1e-5
     )
 
 
@@ -65,7 +54,8 @@ def test_sinusoidal_first_row_and_interleaving():
 def test_sinusoidal_custom_max_wavelength():
     pe = sinusoidal_position_encoding(5, 6, max_wavelength=100.0)
     np.testing.assert_allclose(
-        to_numpy(pe), reference_sinusoidal(5, 6, max_wavelength=100.0), rtol=1e-5, atol=1e-5
+        to_numpy(pe), references.sinusoidal_position_encoding(5, 6, max_wavelength=100.0),
+        rtol=1e-5, atol=1e-5
     )
 
 
@@ -78,7 +68,8 @@ def test_sinusoidal_start_index_equals_slice(depth, as_tensor):
         part = sinusoidal_position_encoding(3, depth, start_index=index)
         np.testing.assert_allclose(to_numpy(part), full[start : start + 3], rtol=1e-5, atol=1e-5)
         np.testing.assert_allclose(
-            to_numpy(part), reference_sinusoidal(3, depth, start), rtol=1e-5, atol=1e-5
+            to_numpy(part), references.sinusoidal_position_encoding(3, depth, start),
+            rtol=1e-5, atol=1e-5
         )
 
 
@@ -87,7 +78,7 @@ def test_sinusoidal_layer_broadcasts_encoding(depth):
     x = np.random.default_rng(0).normal(size=(3, 5, depth)).astype("float32")
     out = SinusoidalPositionEncoding()(x)
     assert tuple(out.shape) == x.shape
-    expected = np.broadcast_to(reference_sinusoidal(5, depth), x.shape)
+    expected = np.broadcast_to(references.sinusoidal_position_encoding(5, depth), x.shape)
     np.testing.assert_allclose(to_numpy(out), expected, rtol=1e-5, atol=1e-5)
 
 
@@ -121,7 +112,7 @@ def test_sinusoidal_layer_run_layer_test(tmp_path):
     )
 
 
-# --------------------------------------------------------------------------- TokenAndPositionEmbedding
+# -------------------------------------------------------------------- TokenAndPositionEmbedding
 
 
 def _expected_embedding(layer, ids, start_index=0):
@@ -133,7 +124,7 @@ def _expected_embedding(layer, ids, start_index=0):
     if layer.position_encoding == "learned":
         positions = to_numpy(layer.position_embeddings)[start_index : start_index + length]
     else:
-        positions = reference_sinusoidal(
+        positions = references.sinusoidal_position_encoding(
             length, layer.embedding_dim, start_index, layer.max_wavelength
         )
     return x + positions[None]
@@ -207,7 +198,8 @@ def test_token_and_position_start_index_decoding(kind, as_tensor):
 def test_token_and_position_compute_mask():
     ids = np.array([[4, 7, 0, 0], [0, 3, 0, 5]], "int32")
     masked = TokenAndPositionEmbedding(10, 6, 8, mask_zero=True)
-    np.testing.assert_array_equal(np.asarray(ops.convert_to_numpy(masked.compute_mask(ids))), ids != 0)
+    np.testing.assert_array_equal(np.asarray(ops.convert_to_numpy(masked.compute_mask(ids))),
+                                  ids != 0)
     assert masked.supports_masking
     unmasked = TokenAndPositionEmbedding(10, 6, 8)
     assert unmasked.compute_mask(ids) is None

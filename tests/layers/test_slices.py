@@ -6,12 +6,7 @@ import pytest
 from keras import ops
 
 from keras_attention.layers import update_slice, without_xla_ops, xla_ops_allowed
-
-
-def numpy_update(inputs, start, updates):
-    out = inputs.copy()
-    out[tuple(slice(s, s + n) for s, n in zip(start, updates.shape))] = updates
-    return out
+from tests import references
 
 
 @pytest.mark.parametrize(
@@ -30,7 +25,7 @@ def test_equals_numpy_with_and_without_xla_ops(shape, start, update_shape, dtype
     rng = np.random.default_rng(0)
     inputs = rng.integers(-50, 50, shape).astype("float32")
     updates = rng.integers(-50, 50, update_shape).astype("float32")
-    expected = numpy_update(inputs, start, updates)
+    expected = references.slice_update(inputs, start, updates)
     x, u = ops.cast(inputs, dtype), ops.cast(updates, dtype)
     tensor_start = [ops.convert_to_tensor(s, "int32") for s in start]  # as in a decoding loop
     assert xla_ops_allowed()

@@ -47,11 +47,15 @@ def test_presets_match_the_papers():
     presets = Transformer.presets()
     assert set(presets) == {"tiny", "tutorial", "base", "big"}
     tut = presets["tutorial"]
-    assert (tut["num_encoder_layers"], tut["d_model"], tut["intermediate_dim"], tut["num_heads"]) == (4, 128, 512, 8)
+    assert (tut["num_encoder_layers"], tut["d_model"], tut["intermediate_dim"],
+            tut["num_heads"]) == (4, 128, 512, 8)
     base, big = presets["base"], presets["big"]
-    assert (base["num_encoder_layers"], base["d_model"], base["intermediate_dim"], base["num_heads"], base["dropout"]) == (6, 512, 2048, 8, 0.1)
-    assert (big["d_model"], big["intermediate_dim"], big["num_heads"], big["dropout"]) == (1024, 4096, 16, 0.3)
-    model = Transformer.from_preset("tutorial", encoder_vocabulary_size=100, decoder_vocabulary_size=120)
+    assert (base["num_encoder_layers"], base["d_model"], base["intermediate_dim"],
+            base["num_heads"], base["dropout"]) == (6, 512, 2048, 8, 0.1)
+    assert (big["d_model"], big["intermediate_dim"], big["num_heads"],
+            big["dropout"]) == (1024, 4096, 16, 0.3)
+    model = Transformer.from_preset("tutorial", encoder_vocabulary_size=100,
+                                    decoder_vocabulary_size=120)
     assert model.decoder_vocabulary_size == 120 and model.num_decoder_layers == 4
 
 
@@ -59,7 +63,8 @@ def test_padding_does_not_change_real_positions():
     model = Transformer.from_preset("tiny")
     short = model({"encoder_tokens": ENC[:1, :3], "decoder_tokens": DEC[:1, :4]})
     padded = model(INPUTS)
-    assert_close(to_numpy(padded)[0, :4], to_numpy(short)[0], msg="padding leaked into real positions")
+    assert_close(to_numpy(padded)[0, :4], to_numpy(short)[0],
+                 msg="padding leaked into real positions")
 
 
 def test_cached_steps_equal_the_full_pass():
@@ -89,7 +94,8 @@ def test_mixed_bfloat16_policy_is_kept_and_logits_are_float32(tmp_path):
         ({"num_heads": 5}, "num_heads=5"),
         ({"d_model": 0}, "d_model=0"),
         ({"max_length": -1}, "max_length=-1"),
-        ({"share_encoder_decoder_embeddings": True, "decoder_vocabulary_size": 10}, "decoder_vocabulary_size=10"),
+        ({"share_encoder_decoder_embeddings": True, "decoder_vocabulary_size": 10},
+         "decoder_vocabulary_size=10"),
         ({"position_encoding": "rotary"}, "rotary"),
     ],
 )
@@ -114,3 +120,58 @@ def test_attention_scores_of_every_block():
     np.testing.assert_allclose(cross[1, :, :2].sum(-1), 1.0, atol=1e-5)
     assert np.all(cross[1, :, 2:] == 0)  # padded queries give zero rows
     np.testing.assert_allclose(np.triu(self_attention[0], k=1), 0.0, atol=1e-7)  # causal
+
+
+def _seed_states(model):
+    """The dropout layers' random-generator states (to replay the same masks)."""
+    states = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
+    return states, [keras.ops.convert_to_numpy(v) for v in states]
+
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encode_and_decode_full_equal_the_functional_graph(training, norm_first):
+    """`encode` + `decode_full` run the functional graph's passes: the same
+    encoder outputs and logits, with dropout too (the same seeds replayed)."""
+    model = Transformer.from_preset("tiny", dropout=0.3, norm_first=norm_first,
+                                    tie_output_embeddings=not norm_first)
+    encoder_output = (model.encoder_final_norm or model.encoder_blocks[-1]).output
+    graph = keras.Model(model.inputs, [encoder_output, model.output])
+    states, values = _seed_states(model)
+    assert len(states) >= 2 + 3 * 2 + 4 * 2  # embedding, attention and residual dropouts
+    x_graph, logits_graph = graph(INPUTS, training=training)
+    for state, value in zip(states, values):
+        state.assign(value)
+    x, mask = model.encode(ENC, training=training)
+    logits = model.decode_full(DEC, x, mask, training=training)
+    assert_close(to_numpy(x), to_numpy(x_graph))
+    assert_close(to_numpy(logits), to_numpy(logits_graph))
+    if training:  # dropout did act: a second pass draws other masks
+        again = model.decode_full(DEC, x, mask, training=True)
+        assert np.abs(to_numpy(again) - to_numpy(logits)).max() > 1e-3
+
+
+def test_attention_scores_are_those_of_the_functional_graph():
+    """Each block's attention, recomputed from the functional graph's own
+    input to that block, equals `attention_scores`."""
+    from keras_attention.layers import padding_mask
+
+    model = Transformer.from_preset("tiny", norm_first=True)
+    inputs_of = [model.encoder_embedding_dropout.output] + [
+        b.output for b in model.encoder_blocks[:-1]]
+    decoder_inputs_of = [model.decoder_embedding_dropout.output] + [
+        b.output for b in model.decoder_blocks[:-1]]
+    encoder_output = model.encoder_final_norm.output
+    graph = keras.Model(model.inputs, [inputs_of, decoder_inputs_of, encoder_output])
+    block_inputs, decoder_block_inputs, x = graph(INPUTS)
+    scores = model.attention_scores(ENC, DEC)
+    enc_mask, dec_mask = padding_mask(ENC), padding_mask(DEC)
+    for block, inputs, expected in zip(model.encoder_blocks, block_inputs, scores["encoder_self"]):
+        _, reference = block(inputs, padding_mask=enc_mask, return_attention_scores=True)
+        assert_close(to_numpy(expected), to_numpy(reference))
+    for i, (block, inputs) in enumerate(zip(model.decoder_blocks, decoder_block_inputs)):
+        _, self_reference, cross_reference = block(
+            inputs, x, decoder_padding_mask=dec_mask, encoder_padding_mask=enc_mask,
+            return_attention_scores=True)
+        assert_close(to_numpy(scores["decoder_self"][i]), to_numpy(self_reference))
+        assert_close(to_numpy(scores["cross"][i]), to_numpy(cross_reference))

@@ -134,14 +134,14 @@ def test_heatmaps_are_named_after_the_sentence_and_never_overwritten(run, tmp_pa
     assert len(os.listdir(tmp_path)) == len(first) + len(again)
 
 
-def test_a_moved_adjective_attends_to_its_source_word(bundled_data_dir, tmp_path):
+@pytest.mark.slow
+def test_a_moved_adjective_attends_to_its_source_word(bundled_data_dir, bundled_splits, tmp_path):
     """On a model trained on the bundled corpus (a small one, ~30 s), the
     cross-attention row of a Spanish adjective that moves after its noun
     ("el libro rojo") peaks, averaged over heads, on its English adjective
     ("the red book") in some layer, for most of 40 test sentences."""
     import tensorflow as tf
 
-    from keras_attention.data import en_es_grammar
     from recipes.translation.config import TranslationConfig
     from recipes.translation.train_lib import train_and_evaluate
 
@@ -157,7 +157,7 @@ def test_a_moved_adjective_attends_to_its_source_word(bundled_data_dir, tmp_path
         ids = tokenizer.tokenize(tf.constant([word])).to_list()[0]
         return tokenizer.id_to_token(tf.constant(ids[:1])).numpy()[0].decode()
 
-    examples = [e for e in en_es_grammar.make_splits()["test"] if e.alignments][:40]
+    examples = [e for e in bundled_splits["test"] if e.alignments][:40]
     hits, pairs = np.zeros(model.num_decoder_layers), 0
     for example in examples:
         maps = attention_maps(model, source, target, example.en, target=example.es)

@@ -24,7 +24,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_attention.layers._validation import check_rate
+from keras_attention._validation import check_rate
 
 _LEVELS = 65536  # 16-bit uniforms
 

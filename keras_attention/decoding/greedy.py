@@ -5,11 +5,17 @@ Shape legend: B batch, L maximum decoded length, V vocabulary size.
 
 from keras import ops
 
-from keras_attention.decoding._search import check_search_args, encode_source, run_search
+from keras_attention.decoding._loop import (
+    check_search_args,
+    encode_source,
+    normalized_score,
+    run_search,
+)
 from keras_attention.layers._slices import update_slice
 
 
-def greedy_search(model, encoder_tokens, max_length, start_id, end_id, use_cache=True):
+def greedy_search(model, encoder_tokens, max_length, start_id, end_id, length_penalty=0.6,
+                  use_cache=True):
     """Decodes the most probable token at each step.
 
     The source is encoded once; each step runs only the new position through
@@ -23,6 +29,9 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id, use_cache
         max_length: L, the most tokens to generate (end token included).
         start_id: the token that starts every target.
         end_id: the token that ends a target.
+        length_penalty: alpha >= 0 of the score's GNMT length penalty (the
+            same default as `beam_search`; 0: the score is the
+            log-probability). It does not change the tokens.
         use_cache: if False, recompute the whole prefix at every step (slow;
             the reference the cached search must equal).
 
@@ -30,7 +39,10 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id, use_cache
         `(tokens, scores)`: int32 `tokens` `[B, L]` without the start token,
         ending with `end_id` and padded with 0 after it (no end token when a
         sentence reached `max_length` without one); float32 `scores` `[B]`,
-        the sum of the log-probabilities of the generated tokens.
+        log P(Y|X) / lp(Y) with the GNMT length penalty
+        lp(Y) = ((5 + |Y|) / 6)^length_penalty, |Y| the generated tokens
+        (end token included; L without one): the score `beam_search`
+        gives its hypotheses.
 
     Example:
 
@@ -39,7 +51,7 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id, use_cache
     >>> tokens.shape, scores.shape
     ((1, 8), (1,))
     """
-    check_search_args(model, max_length, start_id, end_id)
+    check_search_args(model, max_length, start_id, end_id, 1, length_penalty)
     encoder_outputs, encoder_mask = encode_source(model, encoder_tokens)
     batch_size = ops.shape(encoder_outputs)[0]
     sequences = ops.concatenate(
@@ -49,27 +61,33 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id, use_cache
         ],
         axis=1,
     )  # [B, L + 1]
-    state = (sequences, ops.zeros((batch_size,), "float32"), ops.zeros((batch_size,), "bool"))
+    state = (
+        sequences,
+        ops.zeros((batch_size,), "float32"),  # log P(Y|X) so far
+        ops.zeros((batch_size,), "int32"),  # |Y|: tokens generated, end token included
+        ops.zeros((batch_size,), "bool"),  # ended
+    )
 
     def last_tokens(state, i):
         return ops.slice(state[0], (0, i), (batch_size, 1))  # [B, 1]
 
     def update(state, i, logits):
-        sequences, scores, finished = state
+        sequences, log_probs_sum, lengths, finished = state
         log_probs = ops.log_softmax(logits, axis=-1)  # [B, V]
         next_ids = ops.cast(ops.argmax(log_probs, axis=-1), "int32")  # [B]
         step = ops.take_along_axis(log_probs, next_ids[:, None], axis=-1)[:, 0]  # [B]
         next_ids = ops.where(finished, 0, next_ids)
-        scores = scores + ops.where(finished, 0.0, step)
+        log_probs_sum = log_probs_sum + ops.where(finished, 0.0, step)
+        lengths = ops.where(finished, lengths, ops.cast(i + 1, "int32"))
         sequences = update_slice(sequences, (0, i + 1), next_ids[:, None])
         finished = ops.logical_or(finished, ops.equal(next_ids, end_id))
-        return (sequences, scores, finished), None
+        return (sequences, log_probs_sum, lengths, finished), None
 
     def keep_going(state, i):
-        return ops.logical_not(ops.all(state[2]))
+        return ops.logical_not(ops.all(state[3]))
 
-    sequences, scores, _ = run_search(
+    sequences, log_probs_sum, lengths, _ = run_search(
         model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
         keep_going, use_cache=use_cache,
     )
-    return sequences[:, 1:], scores
+    return sequences[:, 1:], normalized_score(log_probs_sum, lengths, length_penalty)

@@ -6,11 +6,12 @@ The beams of sentence b are rows b*K ... b*K + K - 1 of the model's batch.
 
 from keras import ops
 
-from keras_attention.decoding._search import (
-    NEG_INF,
+from keras_attention._constants import MASKED_LOGIT
+from keras_attention.decoding._loop import (
     check_search_args,
     encode_source,
     length_penalty_factor,
+    normalized_score,
     run_search,
 )
 from keras_attention.layers._slices import update_slice
@@ -29,10 +30,11 @@ def beam_search(
     """Finds high-scoring translations with beam search.
 
     Keeps `beam_size` live hypotheses and the `beam_size` best finished ones
-    (ended by `end_id`), scored by log P(Y|X) / lp(Y) with the GNMT length
-    penalty lp(Y) = ((5 + |Y|) / 6)^length_penalty, |Y| counting the end
-    token. A sentence stops when no live hypothesis can beat its worst
-    finished one; the loop stops when every sentence has. Each step runs
+    (ended by `end_id`), scored as `greedy_search` scores its one hypothesis:
+    log P(Y|X) / lp(Y) with the GNMT length penalty
+    lp(Y) = ((5 + |Y|) / 6)^length_penalty, |Y| counting the end token. A
+    sentence stops when no live hypothesis can beat its worst finished one;
+    the loop stops when every sentence has. Each step runs
     only the new position through the decoder, over the key/value caches
     (fixed shapes: compiles once under XLA / `tf.function`).
 
@@ -41,17 +43,20 @@ def beam_search(
         encoder_tokens: int `[B, S]` source ids, 0 = padding.
         max_length: L, the most tokens to generate (end token included).
         start_id, end_id: the start and end tokens.
-        beam_size: K >= 1. With `length_penalty=0`, K=1 gives the greedy result.
-        length_penalty: alpha >= 0 (0.6 in the GNMT and Transformer papers).
+        beam_size: K >= 1. K=1 follows the greedy path: with
+            `length_penalty=0` it returns `greedy_search`'s tokens and
+            score; with alpha > 0 it may instead return a hypothesis met
+            on the way (ended earlier or later) whose score is higher.
+        length_penalty: alpha >= 0 (0.6 in the GNMT and Transformer papers;
+            0: the score is the log-probability).
         use_cache: if False, recompute the whole prefix at every step (slow;
             the reference and the benchmark's baseline).
 
     Returns:
         `(tokens, scores)`: int32 `tokens` `[B, L]` of the best hypothesis,
         without the start token, padded with 0 after the end token; float32
-        `scores` `[B]`, its length-normalized log-probability (a sentence
-        with no finished hypothesis gets its best live one, normalized at
-        length L).
+        `scores` `[B]`, its log P(Y|X) / lp(Y) (a sentence with no finished
+        hypothesis gets its best live one, |Y| = L), as in `greedy_search`.
 
     Example:
 
@@ -75,13 +80,13 @@ def beam_search(
     )  # [B*K, L + 1]
     # Only beam 0 is live at first, so the K beams do not start as copies.
     alive_log_probs = ops.tile(
-        ops.convert_to_tensor([[0.0] + [NEG_INF] * (k - 1)], "float32"), (batch_size, 1)
+        ops.convert_to_tensor([[0.0] + [MASKED_LOGIT] * (k - 1)], "float32"), (batch_size, 1)
     )  # [B, K]
     state = (
         sequences,
         alive_log_probs,
         ops.zeros((batch_size, k, length), "int32"),  # finished sequences
-        ops.full((batch_size, k), NEG_INF, "float32"),  # finished scores
+        ops.full((batch_size, k), MASKED_LOGIT, "float32"),  # finished scores
         ops.zeros((batch_size, k), "bool"),  # finished flags
     )
     max_lp = length_penalty_factor(max_length, length_penalty)
@@ -96,7 +101,8 @@ def beam_search(
     def update(state, i, logits):
         sequences, alive_log_probs, fin_seq, fin_scores, fin_flags = state
         log_probs = ops.reshape(ops.log_softmax(logits, axis=-1), (batch_size, k, vocabulary))
-        candidates = ops.reshape(alive_log_probs[:, :, None] + log_probs, (batch_size, k * vocabulary))
+        candidates = ops.reshape(alive_log_probs[:, :, None] + log_probs,
+                                 (batch_size, k * vocabulary))  # [B, K*V]
         # 2K candidates: at least K of them do not end, so K stay alive.
         top_log_probs, top_index = ops.top_k(candidates, 2 * k)  # [B, 2K]
         top_beam = top_index // vocabulary  # [B, 2K]
@@ -106,13 +112,15 @@ def beam_search(
         ends = ops.equal(top_token, end_id)  # [B, 2K]
 
         # Live beams: the best K candidates that did not end.
-        alive_log_probs, alive_pos = ops.top_k(ops.where(ends, NEG_INF, top_log_probs), k)  # [B, K]
+        alive_log_probs, alive_pos = ops.top_k(
+            ops.where(ends, MASKED_LOGIT, top_log_probs), k)  # [B, K]
         sequences = ops.reshape(gather(top_seq, alive_pos), (rows, length))
         parent = gather(top_beam, alive_pos)  # [B, K] beam each live beam continues
         order = ops.reshape(parent + ops.arange(batch_size)[:, None] * k, (rows,))
 
         # Finished: the best K of the old finished and the candidates ending now.
-        new_scores = ops.where(ends, top_log_probs / length_penalty_factor(i + 1, length_penalty), NEG_INF)
+        new_scores = ops.where(
+            ends, normalized_score(top_log_probs, i + 1, length_penalty), MASKED_LOGIT)  # [B, 2K]
         fin_scores, fin_pos = ops.top_k(ops.concatenate([fin_scores, new_scores], 1), k)
         fin_seq = gather(ops.concatenate([fin_seq, top_seq], 1), fin_pos)
         fin_flags = gather(ops.concatenate([fin_flags, ends], 1), fin_pos)
@@ -123,7 +131,7 @@ def beam_search(
         # log-probabilities only fall and lp only grows (alpha >= 0): the best
         # a live beam can still reach is its log-probability over lp(L).
         best_alive = alive_log_probs[:, 0] / max_lp  # [B]
-        worst_finished = ops.min(ops.where(fin_flags, fin_scores, NEG_INF), axis=1)  # [B]
+        worst_finished = ops.min(ops.where(fin_flags, fin_scores, MASKED_LOGIT), axis=1)  # [B]
         done = ops.logical_and(ops.all(fin_flags, axis=1), worst_finished >= best_alive)
         return ops.logical_not(ops.all(done))
 
@@ -142,5 +150,6 @@ def beam_search(
     any_finished = ops.any(fin_flags, axis=1)  # [B]
     alive_best = ops.reshape(sequences, (batch_size, k, length))[:, 0]  # [B, L + 1]
     tokens = ops.where(any_finished[:, None], fin_seq[:, 0], alive_best)[:, 1:]  # [B, L]
-    scores = ops.where(any_finished, fin_scores[:, 0], alive_log_probs[:, 0] / max_lp)  # [B]
+    alive_score = normalized_score(alive_log_probs[:, 0], max_length, length_penalty)
+    scores = ops.where(any_finished, fin_scores[:, 0], alive_score)  # [B]
     return tokens, scores

@@ -1,7 +1,8 @@
 """What greedy and beam search share: argument checks, encoding the source
-once, and the decoding loop, either over the KV cache (`ops.while_loop`,
-fixed shapes: compiles once) or by full recomputation of the prefix (the
-reference the cache must match, and the baseline of the benchmark).
+once, the score of a hypothesis (`normalized_score`), and the decoding loop,
+either over the KV cache (`ops.while_loop`, fixed shapes: compiles once) or
+by full recomputation of the prefix (the reference the cache must match, and
+the baseline of the benchmark).
 
 Shape legend: B batch, K beams, S source length, L maximum decoded length,
 V vocabulary size, D model depth.
@@ -10,13 +11,11 @@ V vocabulary size, D model depth.
 import numpy as np
 from keras import ops
 
-from keras_attention.layers._validation import check_positive_int
-
-# A finite "minus infinity": keeps arithmetic on dead beams free of NaN.
-NEG_INF = -1e9
+from keras_attention._constants import MASKED_LOGIT, PAD_ID
+from keras_attention._validation import check_non_negative, check_positive_int
 
 
-def check_search_args(model, max_length, start_id, end_id, beam_size=1, length_penalty=0.0):
+def check_search_args(model, max_length, start_id, end_id, beam_size, length_penalty):
     check_positive_int("max_length", max_length)
     check_positive_int("beam_size", beam_size)
     if max_length > model.max_length:
@@ -26,12 +25,15 @@ def check_search_args(model, max_length, start_id, end_id, beam_size=1, length_p
         )
     vocabulary = model.decoder_vocabulary_size
     for name, value in (("start_id", start_id), ("end_id", end_id)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < vocabulary:
+        if (isinstance(value, bool) or not isinstance(value, (int, np.integer))
+                or not 0 <= value < vocabulary):
             raise ValueError(
                 f"`{name}` must be a token id in [0, {vocabulary}); received {name}={value!r}."
             )
-    if not length_penalty >= 0:
-        raise ValueError(f"`length_penalty` must be >= 0; received length_penalty={length_penalty!r}.")
+    if end_id == PAD_ID:
+        raise ValueError(f"`end_id` must not be the padding id {PAD_ID}, which decoding never "
+                         f"generates; received end_id={end_id!r}.")
+    check_non_negative("length_penalty", length_penalty)
 
 
 def encode_source(model, encoder_tokens, beam_size=1):
@@ -51,8 +53,8 @@ def _concrete_bool(x):
         return None
 
 
-def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update, keep_going,
-               reorder_cache=None, use_cache=True):
+def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
+               keep_going, reorder_cache=None, use_cache=True):
     """Runs `update` for each step until `keep_going` is False.
 
     Args:
@@ -79,7 +81,7 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
 
         def body(i, state, cache):
             logits, cache = model.decode_step(last_tokens(state, i), i, cache, encoder_mask)
-            state, order = update(state, i, logits)
+            state, order = update(state, i, _without_padding(logits))
             if order is not None:
                 cache = reorder_cache(cache, order)
             return i + 1, state, cache
@@ -92,10 +94,25 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
             break
         prefix = state[0][:, : i + 1]  # [B*K, i + 1]
         logits = model.decode_full(prefix, encoder_outputs, encoder_mask)[:, -1, :]
-        state, _ = update(state, i, logits)
+        state, _ = update(state, i, _without_padding(logits))
     return state
+
+
+def _without_padding(logits):
+    """`[B, V]` logits where the padding id cannot win: a generated padding
+    token would be read as "no token" by the masks of every later step (as
+    in fairseq, whose generator also gives the pad id -inf)."""
+    is_pad = ops.equal(ops.arange(ops.shape(logits)[-1]), PAD_ID)  # [V]
+    return ops.where(is_pad, ops.cast(MASKED_LOGIT, logits.dtype), logits)
 
 
 def length_penalty_factor(length, alpha):
     """GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al., 2016)."""
     return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
+
+
+def normalized_score(log_prob, length, alpha):
+    """The score of a hypothesis in both searches: log P(Y|X) / lp(Y), with
+    lp the GNMT length penalty and |Y| = `length` generated tokens, the end
+    token included (`max_length` for a hypothesis that never ended)."""
+    return log_prob / length_penalty_factor(length, alpha)

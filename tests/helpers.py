@@ -1,0 +1,129 @@
+"""Shared test helpers (not fixtures, not the layer harness, not references).
+
+Test modules import from here, never from `conftest.py` or from other test
+modules: fixtures live in the conftest files, the layer harness in
+`tests/layer_test_case.py`, the NumPy references in `tests/references.py`.
+"""
+
+import socket
+import textwrap
+
+# -- small parallel texts (tests/data) -------------------------------------------
+
+ENGLISH = [
+    "The red book is on the table.",
+    "I will eat three green apples.",
+    "Do you have the small cats?",
+    "We did not see the big house.",
+    "Where is the white dog?",
+    "She reads a new book in the garden.",
+    "They don't live with the old women.",
+    "The two black horses are in the field.",
+]
+SPANISH = [
+    "El libro rojo está sobre la mesa.",
+    "Comeré tres manzanas verdes.",
+    "¿Tienes los gatos pequeños?",
+    "No vimos la casa grande.",
+    "¿Dónde está el perro blanco?",
+    "Ella lee un libro nuevo en el jardín.",
+    "No viven con las mujeres viejas.",
+    "Los dos caballos negros están en el campo.",
+]
+
+# -- a tiny translation run, shared by the recipe, export and visualization tests
+
+TINY = {
+    "model_preset": "tiny", "vocabulary_size": 600, "max_length": 32, "batch_tokens": 512,
+    "steps": 12, "steps_per_epoch": 6, "warmup_steps": 4, "backup_every_steps": 3,
+    "beam_size": 2, "max_eval_sentences": 16, "precision": "float32", "strategy": "default",
+    "shuffle_buffer": 1000,
+}
+
+
+def tiny_config(text_files, **overrides):
+    """The `TranslationConfig` of a `TINY` run on the `text_files` fixture's files."""
+    from recipes.translation.config import TranslationConfig
+
+    return TranslationConfig(**{
+        **TINY, "dataset": "text_files", "train_files": text_files["train"],
+        "validation_files": text_files["validation"], "test_files": text_files["test"],
+        **overrides,
+    })
+
+
+# -- processes ------------------------------------------------------------------
+
+
+def free_ports(n):
+    """`n` free TCP ports on 127.0.0.1 (for multi-worker TF_CONFIG clusters)."""
+    sockets = [socket.socket() for _ in range(n)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ports
+
+
+# A fresh process that loads an exported SavedModel the way TF Serving does
+# (`python -c FRESH_PROCESS EXPORT_PATH JSON_SENTENCES`); prints one JSON line.
+FRESH_PROCESS = textwrap.dedent(
+    """
+    import json, sys, threading
+    import tensorflow as tf
+    from tensorflow.core.protobuf import saved_model_pb2
+    from tensorflow.python.framework import op_def_registry
+
+    path = sys.argv[1]
+    # (b) the graph and its function library: every op registered by core
+    # TensorFlow or by TensorFlow Text (TF Serving links both), no XLA op,
+    # no function or call marked for XLA compilation
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString(open(path + "/saved_model.pb", "rb").read())
+    ops, xla_marked = set(), []
+    def walk(nodes, where):
+        for node in nodes:
+            ops.add(node.op)
+            xla_marked.extend(f"{where}/{node.name}: {key}" for key, value in node.attr.items()
+                              if key.startswith("_Xla") and value.b)
+    for graph in proto.meta_graphs:
+        walk(graph.graph_def.node, "graph")
+        for function in graph.graph_def.library.function:
+            walk(function.node_def, function.signature.name)
+            xla_marked.extend(f"{function.signature.name}: {key}" for key, value
+                              in function.attr.items() if key.startswith("_Xla") and value.b)
+    functions = {f.signature.name for g in proto.meta_graphs for f in g.graph_def.library.function}
+    ops -= functions
+    core = {op for op in ops if op_def_registry.get(op) is not None}
+    import tensorflow_text  # noqa: F401  registers the TF Text ops, as TF Serving links them
+    result = {"imported": sorted(m for m in sys.modules
+                                 if m.split(".")[0] in ("keras_attention", "keras_hub"))}
+    result["text_ops"] = sorted(op for op in ops - core if op_def_registry.get(op) is not None)
+    result["unregistered"] = sorted(op for op in ops if op_def_registry.get(op) is None)
+    result["xla_ops"] = sorted(op for op in ops if op.startswith("Xla"))
+    result["xla_marked"] = xla_marked
+    result["ops"] = len(ops)
+    # (a) load and call it
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    def call(texts):
+        out = serve(text=tf.constant(texts))
+        return ([t.decode("utf-8") for t in out["translation"].numpy()],
+                out["score"].numpy().tolist())
+    sentences = json.loads(sys.argv[2])
+    result["translations"], result["scores"] = call(sentences)
+    result["edge"], _ = call([b"", b"   \\t ", b"\\xff\\xfe bad \\xc3 bytes",
+                              ("the red book " * 800).encode()])
+    batch = [" ".join(sentences[: 1 + i % 4]) for i in range(256)]
+    result["batch"], _ = call(batch)
+    sequential = [call(batch[i * 8:(i + 1) * 8])[0] for i in range(8)]
+    threaded = [None] * 8
+    def work(i):
+        threaded[i] = call(batch[i * 8:(i + 1) * 8])[0]
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads: t.start()
+    for t in threads: t.join()
+    result["threads_equal"] = threaded == sequential
+    print(json.dumps(result))
+    """
+)

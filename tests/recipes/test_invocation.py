@@ -1,0 +1,27 @@
+"""The recipe scripts run both as files (`python recipes/translation/train.py`,
+from any folder) and as modules (`python -m recipes.translation.train`, from
+the repository root)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCRIPTS = ("train", "evaluate", "export", "visualize")
+
+
+def _help(command, cwd):
+    result = subprocess.run([sys.executable, *command, "--help"], cwd=cwd, capture_output=True,
+                            text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "--workdir" in result.stdout
+    return result.stdout
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_runs_as_a_file_and_as_a_module(name, tmp_path):
+    as_file = _help([os.path.join(ROOT, "recipes", "translation", f"{name}.py")], cwd=tmp_path)
+    as_module = _help(["-m", f"recipes.translation.{name}"], cwd=ROOT)
+    assert as_file == as_module
