@@ -7,6 +7,8 @@ Convention everywhere in keras_attention: a boolean mask where **True means
 
 from keras import ops
 
+from keras_attention._constants import PAD_ID
+
 
 def check_mask_shape(mask, target_shape, name="mask", legend="[..., T, S]"):
     """Raises a ValueError naming the shapes unless `mask` broadcasts to
@@ -25,7 +27,7 @@ def check_mask_shape(mask, target_shape, name="mask", legend="[..., T, S]"):
         )
 
 
-def padding_mask(token_ids, padding_id=0):
+def padding_mask(token_ids, padding_id=PAD_ID):
     """Returns `token_ids != padding_id` as a boolean `[B, L]` mask."""
     return ops.not_equal(token_ids, padding_id)
 

@@ -7,7 +7,6 @@ Both work with the recipe's `Trainer` and with `Model.fit` (they only use
 """
 
 import json
-import logging
 import math
 import os
 import time
@@ -15,8 +14,7 @@ import time
 import keras
 
 from keras_attention._io import atomic_write_text
-
-logger = logging.getLogger("keras_attention")
+from keras_attention._validation import check_positive_int
 
 
 class TimeBudget(keras.callbacks.Callback):
@@ -87,12 +85,8 @@ class BestCheckpoints(keras.callbacks.Callback):
     def __init__(self, score_fn, directory, step_fn, monitor="bleu", keep=1, patience=None,
                  min_delta=0.0, verbose=1, write=True):
         super().__init__()
-        if not isinstance(keep, int) or isinstance(keep, bool) or keep < 1:
-            raise ValueError(f"`keep` must be a positive integer; received {keep!r}.")
-        if patience is not None and (not isinstance(patience, int) or isinstance(patience, bool)
-                                     or patience < 1):
-            raise ValueError(f"`patience` must be a positive integer or None; "
-                             f"received {patience!r}.")
+        check_positive_int("keep", keep)
+        check_positive_int("patience", patience, allow_none=True)
         self.score_fn = score_fn
         self.directory = directory
         self.step_fn = step_fn

@@ -1,12 +1,9 @@
 """Choosing a `tf.distribute` strategy and a mixed-precision policy by name."""
 
 import json
-import logging
 import os
 
 import tensorflow as tf
-
-logger = logging.getLogger("keras_attention")
 
 STRATEGIES = ("auto", "default", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")

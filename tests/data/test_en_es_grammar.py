@@ -118,8 +118,9 @@ def test_same_seed_same_examples_different_seed_different():
 
 
 def _fingerprint_in_subprocess(hash_seed):
-    """Generates in a fresh interpreter with another PYTHONHASHSEED; loads the
-    module file directly so that the (TensorFlow-importing) package is not."""
+    """Generates in a fresh interpreter with another PYTHONHASHSEED. The
+    module file is loaded directly, but its word tables import the package
+    (`keras_attention.data.en_es_words`), so the interpreter imports Keras too."""
     code = (
         "import hashlib, importlib.util, sys\n"
         f"spec = importlib.util.spec_from_file_location('grammar', {g.__file__!r})\n"

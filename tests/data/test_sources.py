@@ -4,7 +4,13 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from keras_attention.data import SubwordTokenizer, TfdsCorpus, make_batches
+from keras_attention.data import (
+    ParallelCorpus,
+    SubwordTokenizer,
+    TextFilesCorpus,
+    TfdsCorpus,
+    make_batches,
+)
 
 
 @pytest.fixture
@@ -67,3 +73,19 @@ def test_mocked_source_through_the_pipeline(mock_tfds):
                            training=False)
     rows = sum(int(labels.shape[0]) for _, labels in batches)
     assert rows == 12
+
+
+def test_every_source_is_a_parallel_corpus(mock_tfds, text_files):
+    """The recipes' sources satisfy the documented protocol; an object that
+    lacks `load` does not."""
+    sources = [TfdsCorpus("wmt14_translate/de-en"),
+               TextFilesCorpus({"train": text_files["train"], "test": text_files["test"]},
+                               "en", "es")]
+    for corpus in sources:
+        assert isinstance(corpus, ParallelCorpus), corpus
+        assert set(corpus.splits) <= {"train", "validation", "test"} and "train" in corpus.splits
+
+    class NoLoad:
+        name, source_language, target_language, splits = "x", "en", "es", ("train",)
+
+    assert not isinstance(NoLoad(), ParallelCorpus)
