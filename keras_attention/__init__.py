@@ -19,3 +19,16 @@ def _register_bundled_dataset():
 
 
 _register_bundled_dataset()
+
+
+def __getattr__(name):
+    """`keras_attention.Translator`, imported on first use: it needs TensorFlow
+    Text (the `recipes` extra), which the layers and models do not."""
+    if name == "Translator":
+        from keras_attention.translation import Translator
+
+        return Translator
+    raise AttributeError(f"module 'keras_attention' has no attribute {name!r}")
+
+
+__all__ = ["Translator", "layers", "models"]

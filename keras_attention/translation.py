@@ -1,4 +1,6 @@
-"""Translating sentences with a trained Transformer and its tokenizers.
+"""Translating sentences with a trained Transformer and its tokenizers:
+`Translator` (model + tokenizers + decoding settings, loaded and saved as a
+preset) and the function under it, `translate`.
 
 Text in, text out: `translate` tokenizes with `tokenize_with_end` (the step
 the exported SavedModel runs too), decodes with `keras_attention.decoding.search`
@@ -6,14 +8,28 @@ the exported SavedModel runs too), decodes with `keras_attention.decoding.search
 the searches' own: log P(Y|X) / lp(Y) with the GNMT length penalty.
 """
 
+import json
+import os
+import shutil
+import tempfile
+import time
 import weakref
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_attention._io import atomic_write_text
+from keras_attention._validation import check_non_negative, check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
-from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
+from keras_attention.data.tokenizers import (
+    END_ID,
+    START_ID,
+    load_tokenizer,
+    load_tokenizers,
+    save_tokenizers,
+    tokenize_with_end,
+)
 from keras_attention.decoding import search
 from keras_attention.layers import xla_ops_allowed
 
@@ -83,3 +99,314 @@ def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
         if progbar is not None:
             progbar.add(len(batch))
     return translations, scores
+
+
+# -- the Translator: model + tokenizers + decoding settings ---------------------
+
+CONFIG_FILE = "config.json"  # keras-hub's names (keras_hub/src/utils/preset_utils.py)
+MODEL_WEIGHTS_FILE = "model.weights.h5"
+METADATA_FILE = "metadata.json"
+TRANSLATOR_FILE = "translator.json"  # the decoding settings
+TOKENIZER_DIR = "tokenizer"  # source.json, source.vocab.txt (or .model), target.*
+REMOTE_SCHEMES = ("kaggle", "hf")  # resolved by keras-hub's `get_file`
+_RUN_METRICS = ("bleu", "sacrebleu_signature", "chrf", "chrf_signature", "eval_split",
+                "eval_sentences", "exact_match", "steps", "validation_bleu")
+
+
+class Translator:
+    """A trained translator: a `Transformer`, its source and target
+    tokenizers and the decoding settings, in one object.
+
+    Args:
+        model: a trained `keras_attention.models.Transformer`.
+        source_tokenizer, target_tokenizer: its tokenizers
+            (`keras_attention.data.SubwordTokenizer` or `SentencePieceTokenizer`).
+        beam_size: beams of the search (1: greedy).
+        length_penalty: GNMT length penalty alpha >= 0 (0: the score is the
+            log-probability).
+        max_output_length: most target tokens generated (default: the
+            model's `max_length`).
+        metadata: a dict kept with the translator and written to
+            `metadata.json` by `save_to_preset` (the training config, BLEU).
+
+    Example:
+
+    >>> translator = Translator.from_preset("runs/translation")
+    >>> translator.translate(["The red book is on the table."])
+    ['El libro rojo está sobre la mesa.']
+    >>> translator.save_to_preset("my_preset")      # config.json, model.weights.h5, ...
+    >>> translator.export("serving/translator")      # a SavedModel for TF Serving
+    """
+
+    def __init__(self, model, source_tokenizer, target_tokenizer, beam_size=4,
+                 length_penalty=0.6, max_output_length=None, metadata=None):
+        check_positive_int("beam_size", beam_size)
+        check_non_negative("length_penalty", length_penalty)
+        check_positive_int("max_output_length", max_output_length, allow_none=True)
+        for name, tokenizer, size in (
+                ("source_tokenizer", source_tokenizer, model.encoder_vocabulary_size),
+                ("target_tokenizer", target_tokenizer, model.decoder_vocabulary_size)):
+            if tokenizer.vocabulary_size != size:
+                raise ValueError(
+                    f"`{name}` has {tokenizer.vocabulary_size} tokens but the model's "
+                    f"{'encoder' if name.startswith('source') else 'decoder'} vocabulary has "
+                    f"{size}: they do not belong together.")
+        self.model = model
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = target_tokenizer
+        self.beam_size = beam_size
+        self.length_penalty = length_penalty
+        self.max_output_length = max_output_length
+        self.metadata = dict(metadata or {})
+
+    def get_config(self):
+        """The decoding settings (the model and tokenizers are saved as files)."""
+        return {"beam_size": self.beam_size, "length_penalty": self.length_penalty,
+                "max_output_length": self.max_output_length}
+
+    # -- translating ----------------------------------------------------------
+
+    def translate(self, texts, beam_size=None, length_penalty=None, batch_size=64,
+                  verbose="auto"):
+        """Translates `texts` and returns a list of str in the same order.
+
+        Args:
+            texts: a list (or any iterable) of str, or a `tf.data.Dataset`
+                of strings (scalars or 1-D batches).
+            beam_size, length_penalty: override the translator's settings
+                for this call.
+            batch_size: sentences decoded together.
+            verbose: 1 shows a progress bar, 0 none; "auto": a bar when
+                there is more than one batch.
+        """
+        return self.translate_with_scores(texts, beam_size, length_penalty, batch_size,
+                                          verbose)[0]
+
+    generate = translate  # keras-hub's name
+
+    def translate_with_scores(self, texts, beam_size=None, length_penalty=None, batch_size=64,
+                              verbose="auto"):
+        """Like `translate`, and the scores: returns `(translations, scores)`,
+        each score log P(Y|X) / ((5 + |Y|) / 6)^length_penalty (the `score`
+        of the exported SavedModel)."""
+        sentences = _as_sentences(texts)
+        beam_size = self.beam_size if beam_size is None else beam_size
+        length_penalty = self.length_penalty if length_penalty is None else length_penalty
+        check_positive_int("beam_size", beam_size)
+        check_non_negative("length_penalty", length_penalty)
+        check_positive_int("batch_size", batch_size)
+        if verbose == "auto":
+            verbose = int(len(sentences) > batch_size)
+        return translate(self.model, self.source_tokenizer, self.target_tokenizer, sentences,
+                         beam_size=beam_size, length_penalty=length_penalty,
+                         max_length=self.max_output_length, batch_size=batch_size,
+                         verbose=verbose)
+
+    # -- files ------------------------------------------------------------------
+
+    @classmethod
+    def from_preset(cls, preset, **overrides):
+        """Loads a translator from `preset`:
+
+        - a preset directory written by `save_to_preset` (`config.json`,
+          `model.weights.h5`, `tokenizer/`, `translator.json`, `metadata.json`);
+        - a run directory of `recipes/translation/train.py` (`config.json`,
+          `model.keras`, `vocab/`; its `metrics.json` becomes metadata);
+        - an exported SavedModel's version folder or its `assets.extra/`
+          (`model.keras`, `vocab/`, `export.json`);
+        - a `kaggle://...` or `hf://...` handle of an uploaded preset,
+          downloaded by keras-hub (`pip install keras-hub`).
+
+        `overrides` replace the stored decoding settings (`beam_size=8`).
+        """
+        if not isinstance(preset, (str, os.PathLike)):
+            raise TypeError(f"`preset` must be a path or a handle string; received {preset!r}.")
+        preset = os.fspath(preset)
+        if "://" in preset:
+            translator = _from_remote_preset(cls, preset)
+        elif not os.path.isdir(preset):
+            raise FileNotFoundError(
+                f"{preset!r} is not a directory: expected a preset directory (written by "
+                "Translator.save_to_preset), a run directory of recipes/translation/train.py, "
+                "an exported SavedModel folder, or a kaggle:// or hf:// handle.")
+        else:
+            translator = _from_local_directory(cls, preset)
+        for name, value in overrides.items():
+            if name not in translator.get_config():
+                raise TypeError(f"Unknown setting {name!r}; expected one of "
+                                f"{sorted(translator.get_config())}.")
+        return cls(translator.model, translator.source_tokenizer, translator.target_tokenizer,
+                   **{**translator.get_config(), **overrides}, metadata=translator.metadata)
+
+    def save_to_preset(self, preset_dir, overwrite=False):
+        """Writes a preset directory that `from_preset` reads, in keras-hub's
+        layout (so `keras_hub.upload_preset(handle, preset_dir)` accepts it):
+
+            config.json        the model, as `keras.saving.serialize_keras_object` gives it
+            model.weights.h5   its weights
+            tokenizer/         source.* and target.* (vocabularies and their settings)
+            translator.json    the decoding settings (beam size, length penalty, ...)
+            metadata.json      versions, parameter count, the training config and BLEU
+
+        The directory appears complete or not at all; an existing one is
+        replaced only with `overwrite=True`.
+        """
+        from keras_attention import __version__
+
+        preset_dir = os.fspath(preset_dir)
+        if os.path.exists(preset_dir) and (not os.path.isdir(preset_dir) or (
+                os.listdir(preset_dir) and not overwrite)):
+            raise FileExistsError(f"{preset_dir} exists; pass overwrite=True to replace it.")
+        parent = os.path.dirname(os.path.abspath(preset_dir))
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".preset-", dir=parent)
+        try:
+            config = keras.saving.serialize_keras_object(self.model)
+            for key in ("compile_config", "build_config"):  # as keras-hub's saver
+                config.pop(key, None)
+            _write_json(os.path.join(tmp, CONFIG_FILE), config)
+            self.model.save_weights(os.path.join(tmp, MODEL_WEIGHTS_FILE))
+            save_tokenizers(os.path.join(tmp, TOKENIZER_DIR), self.source_tokenizer,
+                            self.target_tokenizer)
+            _write_json(os.path.join(tmp, TRANSLATOR_FILE), {
+                "module": type(self).__module__, "class_name": type(self).__name__,
+                "config": self.get_config()})
+            _write_json(os.path.join(tmp, METADATA_FILE), {
+                **self.metadata,
+                "keras_attention_version": __version__,
+                "keras_version": keras.version(),
+                "parameter_count": self.model.count_params(),
+                "date_saved": time.strftime("%Y-%m-%d@%H:%M:%S"),
+            })
+            if os.path.isdir(preset_dir):
+                shutil.rmtree(preset_dir)
+            os.replace(tmp, preset_dir)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return preset_dir
+
+    def export(self, export_dir, version=None, dtype_policy=None, verbose=False):
+        """Writes the TF Serving SavedModel (`export_translator`) with this
+        translator's decoding settings; returns `<export_dir>/<version>`."""
+        from keras_attention.export import export_translator
+
+        return export_translator(
+            self.model, self.source_tokenizer, self.target_tokenizer, export_dir,
+            version=version, beam_size=self.beam_size, length_penalty=self.length_penalty,
+            max_output_length=self.max_output_length, dtype_policy=dtype_policy,
+            verbose=verbose)
+
+    def __repr__(self):
+        return (f"<Translator {self.model.name}: {self.source_tokenizer.vocabulary_size} -> "
+                f"{self.target_tokenizer.vocabulary_size} tokens, beam_size={self.beam_size}, "
+                f"length_penalty={self.length_penalty}>")
+
+
+def _as_sentences(texts):
+    """A list of str from a list/iterable of str or a `tf.data.Dataset` of strings."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError("`texts` must be a list of sentences, not one string; write "
+                        f"translate([text]). Received {texts!r:.80}.")
+    if isinstance(texts, tf.data.Dataset):
+        sentences = []
+        for value in texts.as_numpy_iterator():
+            values = value.reshape(-1) if isinstance(value, np.ndarray) else [value]
+            sentences += [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values]
+        return sentences
+    sentences = [t.decode("utf-8") if isinstance(t, bytes) else t for t in texts]
+    bad = next((t for t in sentences if not isinstance(t, str)), None)
+    if bad is not None:
+        raise TypeError(f"`texts` must hold strings; received an element {bad!r:.80}.")
+    return sentences
+
+
+def _write_json(path, value):
+    atomic_write_text(path, json.dumps(value, indent=2) + "\n")
+
+
+def _read_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _missing(directory, kind, names):
+    """Raises FileNotFoundError when `directory` lacks any of `names`."""
+    absent = [n for n in names if not os.path.exists(os.path.join(directory, n))]
+    if absent:
+        raise FileNotFoundError(f"{directory} looks like {kind} but has no "
+                                f"{' and no '.join(absent)}.")
+
+
+def _from_local_directory(cls, directory):
+    """A preset, a run or an export, told apart by their files."""
+    extra = os.path.join(directory, "assets.extra")
+    if os.path.isdir(extra):  # an export's version folder
+        directory = extra
+    if os.path.isfile(os.path.join(directory, "export.json")):
+        _missing(directory, "an exported SavedModel's assets.extra/", ("model.keras", "vocab"))
+        settings = _read_json(os.path.join(directory, "export.json"))
+        return cls(keras.saving.load_model(os.path.join(directory, "model.keras")),
+                   *load_tokenizers(os.path.join(directory, "vocab")),
+                   beam_size=settings["beam_size"], length_penalty=settings["length_penalty"],
+                   max_output_length=settings.get("max_output_length"),
+                   metadata={"export": settings})
+    config_path = os.path.join(directory, CONFIG_FILE)
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(
+            f"{directory} has no {CONFIG_FILE}: it is neither a preset directory "
+            f"({CONFIG_FILE}, {MODEL_WEIGHTS_FILE}, {TOKENIZER_DIR}/), a run directory "
+            "(config.json, model.keras, vocab/) nor an export (assets.extra/export.json).")
+    config = _read_json(config_path)
+    if "class_name" in config:  # a preset: a serialized model
+        _missing(directory, "a preset directory", (MODEL_WEIGHTS_FILE, TOKENIZER_DIR))
+        return _from_preset_files(cls, lambda name: os.path.join(directory, name))
+    _missing(directory, "a run directory", ("model.keras", "vocab"))
+    metadata = {"training_config": config}
+    metrics_path = os.path.join(directory, "metrics.json")
+    if os.path.isfile(metrics_path):
+        metrics = _read_json(metrics_path)
+        metadata.update({k: metrics[k] for k in _RUN_METRICS if k in metrics})
+    return cls(keras.saving.load_model(os.path.join(directory, "model.keras")),
+               *load_tokenizers(os.path.join(directory, "vocab")),
+               beam_size=config.get("beam_size", 4),
+               length_penalty=config.get("length_penalty", 0.6), metadata=metadata)
+
+
+def _from_preset_files(cls, get_file):
+    """A translator from a preset's files; `get_file(name)` -> a local path."""
+    config = _read_json(get_file(CONFIG_FILE))
+    model = keras.saving.deserialize_keras_object(config)
+    model.load_weights(get_file(MODEL_WEIGHTS_FILE))
+    tokenizers = []
+    for prefix in ("source", "target"):
+        config_path = get_file(f"{TOKENIZER_DIR}/{prefix}.json")
+        tokenizer_config = _read_json(config_path)
+        for key in ("vocabulary_file", "model_file"):
+            if key in tokenizer_config:
+                get_file(f"{TOKENIZER_DIR}/{tokenizer_config[key]}")  # downloads it
+        tokenizers.append(load_tokenizer(os.path.dirname(config_path), prefix))
+    settings = _read_json(get_file(TRANSLATOR_FILE))["config"]
+    metadata = _read_json(get_file(METADATA_FILE))
+    return cls(model, *tokenizers, **settings, metadata=metadata)
+
+
+def _from_remote_preset(cls, handle):
+    scheme = handle.split("://")[0].lower()
+    if scheme not in REMOTE_SCHEMES:
+        raise ValueError(f"Unknown preset handle scheme {scheme!r} in {handle!r}; expected a "
+                         "local directory or a kaggle://... or hf://... handle.")
+    try:
+        from keras_hub.src.utils.preset_utils import get_file
+    except ImportError:
+        raise ImportError(f"Loading {handle!r} needs keras-hub (pip install keras-hub), "
+                          "which downloads presets from Kaggle and Hugging Face.") from None
+
+    def fetch(name):
+        try:
+            return get_file(handle, name)
+        except FileNotFoundError:
+            raise FileNotFoundError(f"The preset {handle!r} has no {name}: it was not written "
+                                    "by Translator.save_to_preset.") from None
+
+    return _from_preset_files(cls, fetch)

@@ -1,0 +1,242 @@
+"""`keras_attention.Translator`: one object for model + tokenizers + decoding
+settings, loaded from a preset, a run or an export, saved as a keras-hub-style
+preset."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention import Translator
+from keras_attention.data import train_tokenizers
+from keras_attention.models import Transformer
+from keras_attention.translation import translate
+from tests.helpers import ENGLISH, SPANISH
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SENTENCES = [
+    "The red book is on the table.",
+    "I will eat three green apples.",
+    "Where is the small cat?",
+    "We did not see the big house.",
+]
+
+
+# -- fast: an untrained tiny translator ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small():
+    """An untrained tiny Translator on the helper sentences' vocabularies."""
+    source, target = train_tokenizers(tf.data.Dataset.from_tensor_slices((ENGLISH, SPANISH)),
+                                      vocabulary_size=200)
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=source.vocabulary_size,
+                                    decoder_vocabulary_size=target.vocabulary_size,
+                                    max_length=16, share_encoder_decoder_embeddings=False)
+    return Translator(model, source, target, beam_size=2, length_penalty=0.6,
+                      metadata={"bleu": 12.5})
+
+
+def _weights(translator):
+    return [w.numpy() for w in translator.model.weights]
+
+
+def test_preset_round_trip_is_bit_identical(small, tmp_path):
+    path = small.save_to_preset(str(tmp_path / "preset"))
+    for name in ("config.json", "model.weights.h5", "metadata.json", "translator.json",
+                 "tokenizer/source.json", "tokenizer/source.vocab.txt",
+                 "tokenizer/target.json", "tokenizer/target.vocab.txt"):
+        assert os.path.exists(os.path.join(path, name)), name
+    config = json.load(open(os.path.join(path, "config.json")))
+    assert config["class_name"] == "Transformer" and "registered_name" in config
+    assert "build_config" not in config and "compile_config" not in config
+    metadata = json.load(open(os.path.join(path, "metadata.json")))
+    assert metadata["bleu"] == 12.5 and metadata["keras_attention_version"]
+    assert metadata["parameter_count"] == small.model.count_params()
+
+    loaded = Translator.from_preset(path)
+    assert loaded.get_config() == small.get_config()
+    for a, b in zip(_weights(small), _weights(loaded), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert loaded.source_tokenizer.vocabulary == small.source_tokenizer.vocabulary
+    assert loaded.target_tokenizer.vocabulary == small.target_tokenizer.vocabulary
+    assert loaded.translate_with_scores(SENTENCES) == small.translate_with_scores(SENTENCES)
+    assert Translator.from_preset(path, beam_size=1).beam_size == 1
+
+
+def test_preset_passes_keras_hub_layout_checks(small, tmp_path):
+    preset_utils = pytest.importorskip("keras_hub.src.utils.preset_utils")
+    path = small.save_to_preset(str(tmp_path / "preset"))
+    preset_utils._validate_backbone(path)  # what keras_hub.upload_preset checks first
+    preset_utils.create_model_card(path)  # what it writes for Hugging Face
+    assert "Transformer" in open(os.path.join(path, "README.md")).read()
+    assert preset_utils.load_json(path)["class_name"] == "Transformer"
+
+
+def test_save_refuses_to_overwrite_unless_asked(small, tmp_path):
+    path = small.save_to_preset(str(tmp_path / "preset"))
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        small.save_to_preset(path)
+    small.save_to_preset(path, overwrite=True)
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".preset-")]
+
+
+def test_translate_api(small):
+    translations = small.translate(SENTENCES)
+    assert isinstance(translations, list) and len(translations) == 4
+    assert all(isinstance(t, str) for t in translations)
+    assert small.generate(SENTENCES) == translations
+    assert small.translate([]) == []
+    expected = translate(small.model, small.source_tokenizer, small.target_tokenizer, SENTENCES,
+                         beam_size=1, length_penalty=0.0, verbose=0)
+    assert small.translate_with_scores(SENTENCES, beam_size=1, length_penalty=0.0) == expected
+    # A dataset of strings, scalar or batched, gives the same translations.
+    dataset = tf.data.Dataset.from_tensor_slices(SENTENCES)
+    assert small.translate(dataset) == translations
+    assert small.translate(dataset.batch(3)) == translations
+    with pytest.raises(TypeError, match=r"translate\(\[text\]\)"):
+        small.translate("The red book.")
+    with pytest.raises(TypeError, match="strings"):
+        small.translate([1, 2])
+    with pytest.raises(ValueError, match="beam_size"):
+        small.translate(SENTENCES, beam_size=0)
+
+
+def test_constructor_checks(small):
+    with pytest.raises(ValueError, match="do not belong together"):
+        Translator(small.model, small.target_tokenizer, small.target_tokenizer)
+    with pytest.raises(ValueError, match="length_penalty"):
+        Translator(small.model, small.source_tokenizer, small.target_tokenizer,
+                   length_penalty=-1)
+
+
+def test_bad_paths_name_what_is_missing(small, tmp_path):
+    with pytest.raises(FileNotFoundError, match="is not a directory"):
+        Translator.from_preset(str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="has no config.json"):
+        Translator.from_preset(str(tmp_path))
+    with pytest.raises(ValueError, match="Unknown preset handle scheme 'ftp'"):
+        Translator.from_preset("ftp://host/preset")
+    with pytest.raises(TypeError, match="Unknown setting 'beams'"):
+        Translator.from_preset(small.save_to_preset(str(tmp_path / "p")), beams=3)
+    with pytest.raises(TypeError, match="path or a handle"):
+        Translator.from_preset(3)
+
+    preset = small.save_to_preset(str(tmp_path / "preset"))
+    broken = str(tmp_path / "no_weights")
+    shutil.copytree(preset, broken)
+    os.remove(os.path.join(broken, "model.weights.h5"))
+    with pytest.raises(FileNotFoundError, match="preset directory but has no model.weights.h5"):
+        Translator.from_preset(broken)
+    broken = str(tmp_path / "no_tokenizers")
+    shutil.copytree(preset, broken)
+    shutil.rmtree(os.path.join(broken, "tokenizer"))
+    with pytest.raises(FileNotFoundError, match="has no tokenizer"):
+        Translator.from_preset(broken)
+
+    run = tmp_path / "run"  # a run directory without vocab/
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps({"beam_size": 2}))
+    small.model.save(str(run / "model.keras"))
+    with pytest.raises(FileNotFoundError, match="run directory but has no vocab"):
+        Translator.from_preset(str(run))
+    os.makedirs(run / "vocab")
+    with pytest.raises(FileNotFoundError, match="source.json"):
+        Translator.from_preset(str(run))
+
+
+def test_remote_handles_go_through_keras_hub(small, tmp_path, monkeypatch):
+    """kaggle:// and hf:// handles are resolved by keras-hub's `get_file`; here
+    it is replaced by a local lookup (no network), recording what was asked."""
+    preset_utils = pytest.importorskip("keras_hub.src.utils.preset_utils")
+    preset = small.save_to_preset(str(tmp_path / "preset"))
+    asked = []
+
+    def get_file(handle, name):
+        asked.append((handle, name))
+        path = os.path.join(preset, name)
+        if not os.path.exists(path):
+            raise FileNotFoundError(name)
+        return path
+
+    monkeypatch.setattr(preset_utils, "get_file", get_file)
+    loaded = Translator.from_preset("hf://someone/translator")
+    assert loaded.translate(SENTENCES) == small.translate(SENTENCES)
+    assert {h for h, _ in asked} == {"hf://someone/translator"}
+    assert ("hf://someone/translator", "tokenizer/target.vocab.txt") in asked
+    os.remove(os.path.join(preset, "translator.json"))
+    with pytest.raises(FileNotFoundError, match="has no translator.json"):
+        Translator.from_preset("kaggle://someone/translator/keras/tiny")
+
+
+# -- slow: the tiny trained run --------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def run_translator(tiny_run):
+    _, workdir, _ = tiny_run
+    return Translator.from_preset(str(workdir))
+
+
+def test_run_directory_loads_with_the_runs_settings(tiny_run, run_translator):
+    config, workdir, metrics = tiny_run
+    assert run_translator.beam_size == config.beam_size
+    assert run_translator.length_penalty == config.length_penalty
+    assert run_translator.metadata["bleu"] == metrics["bleu"]
+    assert run_translator.metadata["training_config"]["model_preset"] == "tiny"
+    # The run's own hypotheses (written by the recipe's evaluation) are reproduced.
+    with open(os.path.join(workdir, "hypotheses.test.txt"), encoding="utf-8") as f:
+        hypotheses = f.read().splitlines()
+    from recipes.translation.train_lib import make_corpus
+
+    sources = [s.decode("utf-8") for s, _ in
+               make_corpus(config).load("test").take(len(hypotheses)).as_numpy_iterator()]
+    assert run_translator.translate(sources) == hypotheses
+
+
+def test_run_export_and_preset_agree(run_translator, tmp_path):
+    expected = translate(run_translator.model, run_translator.source_tokenizer,
+                         run_translator.target_tokenizer, SENTENCES,
+                         beam_size=run_translator.beam_size,
+                         length_penalty=run_translator.length_penalty, verbose=0)
+    assert run_translator.translate_with_scores(SENTENCES) == expected
+
+    export_path = run_translator.export(str(tmp_path / "export"))
+    serve = tf.saved_model.load(export_path).signatures["serving_default"]
+    served = serve(text=tf.constant(SENTENCES))
+    assert [t.decode("utf-8") for t in served["translation"].numpy()] == expected[0]
+    np.testing.assert_allclose(served["score"].numpy(), expected[1], rtol=1e-5, atol=1e-5)
+
+    for path in (export_path, os.path.join(export_path, "assets.extra")):
+        from_export = Translator.from_preset(path)
+        assert from_export.get_config() == run_translator.get_config()
+        assert from_export.translate(SENTENCES) == expected[0]
+
+    preset = run_translator.save_to_preset(str(tmp_path / "preset"))
+    from_preset = Translator.from_preset(preset)
+    for a, b in zip(_weights(run_translator), _weights(from_preset), strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert from_preset.translate_with_scores(SENTENCES) == expected
+    assert from_preset.metadata["bleu"] == run_translator.metadata["bleu"]
+
+
+def test_readme_one_liner_in_a_fresh_process(tiny_run, run_translator):
+    _, workdir, _ = tiny_run
+    script = textwrap.dedent(
+        f"""
+        import json
+        from keras_attention import Translator
+        print(json.dumps(Translator.from_preset({str(workdir)!r}).translate({SENTENCES!r})))
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300, check=False,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.splitlines()[-1]) == run_translator.translate(SENTENCES)
