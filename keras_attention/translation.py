@@ -202,6 +202,65 @@ class Translator:
                          max_length=self.max_output_length, batch_size=batch_size,
                          verbose=verbose)
 
+    # -- fine-tuning on strings ------------------------------------------------
+
+    def compile(self, optimizer="adam", label_smoothing=0.0, **kwargs):
+        """Compiles the model for `fit`: `optimizer` (a name or a Keras
+        optimizer; a small learning rate suits fine-tuning), the masked
+        cross-entropy (with `label_smoothing`) and token accuracy; `kwargs`
+        go to `keras.Model.compile`."""
+        from keras_attention.training import MaskedAccuracy, MaskedCrossEntropy
+
+        self.model.compile(optimizer=optimizer, loss=MaskedCrossEntropy(label_smoothing),
+                           metrics=[MaskedAccuracy(name="accuracy")], **kwargs)
+
+    def preprocess(self, pairs, batch_tokens=4096, shuffle=True, seed=None):
+        """`(source, target)` string pairs -> batches the model trains on:
+        `({"encoder_tokens", "decoder_tokens"}, labels)`, tokenized in the
+        graph by the translator's own tokenizers (`make_batches`; pairs longer
+        than the model's `max_length` are truncated, none is dropped).
+
+        `pairs`: a `tf.data.Dataset` of scalar `(source, target)` strings, or a
+        list of `(source, target)` str tuples.
+        """
+        from keras_attention.data import make_batches
+
+        if not isinstance(pairs, tf.data.Dataset):
+            pairs = list(pairs)
+            if not pairs or any(not isinstance(p, (tuple, list)) or len(p) != 2
+                                or not all(isinstance(t, str) for t in p) for p in pairs):
+                raise ValueError("`pairs` must be a tf.data.Dataset of (source, target) strings "
+                                 "or a non-empty list of (source, target) str tuples.")
+            pairs = tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*pairs))))
+        if shuffle:
+            pairs = pairs.shuffle(100_000, seed=seed, reshuffle_each_iteration=True)
+        # training=False keeps each bucket's last partial batch: a handful of
+        # pairs is enough to fine-tune on.
+        return make_batches(pairs, self.source_tokenizer, self.target_tokenizer,
+                            max_length=self.model.max_length, length_policy="truncate",
+                            batch_tokens=batch_tokens, training=False)
+
+    def fit(self, pairs, epochs=1, batch_tokens=4096, shuffle=True, seed=None,
+            validation_pairs=None, **kwargs):
+        """Fine-tunes the model on `(source, target)` string pairs (see
+        `preprocess`), after `compile`. `kwargs` go to `keras.Model.fit`
+        (`callbacks`, `verbose`, ...). Returns its `History`.
+
+        Example:
+
+        >>> translator = Translator.from_preset("runs/translation")
+        >>> translator.compile(keras.optimizers.Adam(1e-4))
+        >>> translator.fit([("The blue car.", "El coche azul.")], epochs=10)
+        """
+        if not getattr(self.model, "compiled", False):
+            raise ValueError("Call `translator.compile(...)` before `fit`.")
+        validation = None
+        if validation_pairs is not None:
+            validation = self.preprocess(validation_pairs, batch_tokens, shuffle=False)
+        # The pipeline shuffles the pairs; Keras cannot shuffle a dataset.
+        return self.model.fit(self.preprocess(pairs, batch_tokens, shuffle, seed), epochs=epochs,
+                              validation_data=validation, shuffle=False, **kwargs)
+
     # -- files ------------------------------------------------------------------
 
     @classmethod
@@ -346,11 +405,12 @@ def _from_local_directory(cls, directory):
     if os.path.isfile(os.path.join(directory, "export.json")):
         _missing(directory, "an exported SavedModel's assets.extra/", ("model.keras", "vocab"))
         settings = _read_json(os.path.join(directory, "export.json"))
-        return cls(keras.saving.load_model(os.path.join(directory, "model.keras")),
-                   *load_tokenizers(os.path.join(directory, "vocab")),
+        model = keras.saving.load_model(os.path.join(directory, "model.keras"))
+        max_output_length = settings.get("max_output_length")  # the export resolved None
+        return cls(model, *load_tokenizers(os.path.join(directory, "vocab")),
                    beam_size=settings["beam_size"], length_penalty=settings["length_penalty"],
-                   max_output_length=settings.get("max_output_length"),
-                   metadata={"export": settings})
+                   max_output_length=None if max_output_length == model.max_length
+                   else max_output_length, metadata={"export": settings})
     config_path = os.path.join(directory, CONFIG_FILE)
     if not os.path.isfile(config_path):
         raise FileNotFoundError(
