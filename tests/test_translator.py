@@ -175,6 +175,34 @@ def test_remote_handles_go_through_keras_hub(small, tmp_path, monkeypatch):
         Translator.from_preset("kaggle://someone/translator/keras/tiny")
 
 
+@pytest.mark.slow  # about a minute of training
+def test_fine_tuning_on_strings_reproduces_the_pairs(small, tmp_path):
+    """An untrained tiny translator, fine-tuned with `compile`/`fit` on raw
+    string pairs, translates them as taught (and keeps doing so once saved)."""
+    import keras
+
+    model = Transformer.from_config(small.model.get_config())  # not the shared fixture's
+    translator = Translator(model, small.source_tokenizer, small.target_tokenizer, beam_size=1)
+    with pytest.raises(ValueError, match="compile"):
+        translator.fit(list(zip(ENGLISH, SPANISH)))
+    with pytest.raises(ValueError, match="pairs"):
+        translator.preprocess(["just a sentence"])
+    translator.compile(keras.optimizers.Adam(3e-3))
+    pairs = list(zip(ENGLISH, SPANISH))
+    for _ in range(10):
+        history = translator.fit(pairs, epochs=30, seed=0, verbose=0)
+        if translator.translate(ENGLISH) == SPANISH:
+            break
+    assert history.history["loss"][-1] < history.history["loss"][0]
+    assert translator.translate(ENGLISH) == SPANISH
+    # From a dataset, with validation pairs: the same step.
+    dataset = tf.data.Dataset.from_tensor_slices((ENGLISH, SPANISH))
+    history = translator.fit(dataset, epochs=1, validation_pairs=dataset, verbose=0)
+    assert history.history["val_accuracy"][-1] == 1.0
+    loaded = Translator.from_preset(translator.save_to_preset(str(tmp_path / "tuned")))
+    assert loaded.translate(ENGLISH) == SPANISH
+
+
 # -- slow: the tiny trained run --------------------------------------------------
 
 
@@ -198,6 +226,10 @@ def test_run_directory_loads_with_the_runs_settings(tiny_run, run_translator):
     sources = [s.decode("utf-8") for s, _ in
                make_corpus(config).load("test").take(len(hypotheses)).as_numpy_iterator()]
     assert run_translator.translate(sources) == hypotheses
+    # The preset/ the recipe writes is the same translator, with its scores.
+    preset = Translator.from_preset(str(workdir / "preset"))
+    assert preset.translate(sources) == hypotheses
+    assert preset.metadata["bleu"] == metrics["bleu"] and metrics["preset"].endswith("preset")
 
 
 def test_run_export_and_preset_agree(run_translator, tmp_path):
@@ -240,3 +272,33 @@ def test_readme_one_liner_in_a_fresh_process(tiny_run, run_translator):
                             env={**os.environ, "PYTHONPATH": ROOT})
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.splitlines()[-1]) == run_translator.translate(SENTENCES)
+
+
+def test_readme_translator_snippets_run_as_written(tiny_run, run_translator, tmp_path):
+    """The README's "Translate with your trained run" blocks, in one fresh
+    process, with this run's workdir (and its export) in place of
+    runs/translation; the one-liner matches the SavedModel's translation."""
+    import re
+
+    _, workdir, _ = tiny_run
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    section = readme.split("## Translate with your trained run")[1].split("\n## ")[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)[:4]
+    assert "Translator.from_preset" in blocks[0] and "save_to_preset" in blocks[3]
+    code = "\n".join(blocks).replace("runs/translation", str(workdir))
+    code = code.replace('"my_translator"', repr(str(tmp_path / "my_translator")))
+    code += textwrap.dedent(
+        """
+        import json
+        one_liner = Translator.from_preset(%r).translate(["The red book is on the table."])
+        served = [t.decode("utf-8") for t in serve(text=tf.constant(
+            ["The red book is on the table."]))["translation"].numpy()]
+        print(json.dumps([one_liner, served, reloaded.translate(["The blue car is fast."])]))
+        """ % str(workdir))
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, timeout=600, check=False,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+    assert result.returncode == 0, result.stderr[-3000:]
+    one_liner, served, reloaded = json.loads(result.stdout.splitlines()[-1])
+    assert one_liner == served == run_translator.translate(["The red book is on the table."])
+    assert len(reloaded) == 1

@@ -50,19 +50,19 @@ def main(argv=None):
     from recipes._startup import import_tensorflow
 
     import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
-    from keras_attention.export import export_translator
-    from recipes.translation.train_lib import load_run
+    from keras_attention.translation import Translator
+    from recipes.translation.train_lib import load_translator
 
     try:
-        config, source, target, model = load_run(args.workdir, args.checkpoint)
-        path = export_translator(
-            model, source, target, args.export_dir or os.path.join(args.workdir, "export"),
-            version=args.version,
-            beam_size=config.beam_size if args.beam_size is None else args.beam_size,
-            length_penalty=config.length_penalty if args.length_penalty is None
-            else args.length_penalty,
-            max_output_length=args.max_output_length, dtype_policy=args.dtype_policy,
-        )
+        _, translator = load_translator(args.workdir, args.checkpoint)
+        overrides = {name: value for name, value in (
+            ("beam_size", args.beam_size), ("length_penalty", args.length_penalty),
+            ("max_output_length", args.max_output_length)) if value is not None}
+        translator = Translator(translator.model, translator.source_tokenizer,
+                                translator.target_tokenizer,
+                                **{**translator.get_config(), **overrides})
+        path = translator.export(args.export_dir or os.path.join(args.workdir, "export"),
+                                 version=args.version, dtype_policy=args.dtype_policy)
     except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e}\n")
     print(f"Exported to {path}")

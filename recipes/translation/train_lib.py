@@ -9,6 +9,7 @@ A run directory holds:
     checkpoints/         ckpt-<step>.weights.h5 at each epoch end (last N kept)
     tensorboard/         TensorBoard logs
     model.keras          the final model (averaged if --average-checkpoints > 1)
+    preset/              the same as a Translator preset (`Translator.from_preset`)
     export/<version>/    the SavedModel for TF Serving (strings in, translations out)
     attention/*.png      cross-attention heatmaps of a few test sentences
     hypotheses.<split>.txt, metrics.json
@@ -34,7 +35,6 @@ from keras_attention.data import (
     train_tokenizers,
 )
 from keras_attention.evaluation import corpus_bleu, corpus_chrf
-from keras_attention.export import export_translator
 from keras_attention.models import Transformer
 from keras_attention.training import (
     BestCheckpoints,
@@ -48,7 +48,7 @@ from keras_attention.training import (
     make_strategy,
     resolve_precision,
 )
-from keras_attention.translation import translate
+from keras_attention.translation import Translator, translate
 from keras_attention.visualization import attention_maps, save_attention_heatmaps
 from recipes.translation.config import check_config, load_config
 
@@ -359,10 +359,12 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
                              split=eval_split, verbose=verbose))
         print(f"\nBLEU on {eval_split}: {metrics['bleu']:.2f}  ({metrics['sacrebleu_signature']})"
               f"\nchrF on {eval_split}: {metrics['chrf']:.2f}  ({metrics['chrf_signature']})")
-    export_path = export_translator(
-        model, source_tokenizer, target_tokenizer, os.path.join(workdir, "export"),
-        beam_size=config.beam_size, length_penalty=config.length_penalty,
-    )
+    translator = Translator(model, source_tokenizer, target_tokenizer,
+                            beam_size=config.beam_size, length_penalty=config.length_penalty,
+                            metadata=preset_metadata(config, metrics))
+    metrics["preset"] = translator.save_to_preset(os.path.join(workdir, "preset"),
+                                                  overwrite=True)
+    export_path = translator.export(os.path.join(workdir, "export"))
     metrics["export"] = export_path
     if eval_split is not None and config.attention_plots:
         sentences = [s.decode("utf-8") for s, _ in
@@ -377,6 +379,7 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
     print(f"Outputs in {workdir}:\n"
           f"  config.json, metrics.json, hypotheses.<split>.txt\n"
           f"  model.keras and vocab/ (Keras model and vocabularies), export/ (SavedModel)\n"
+          f"  preset/ (Translator.from_preset({os.path.join(workdir, 'preset')!r}))\n"
           f"  attention/ (heatmaps; more with recipes/translation/visualize.py)\n"
           f"  checkpoints/ (per epoch), backup/ (resume), tensorboard/ "
           f"(tensorboard --logdir {os.path.join(workdir, 'tensorboard')})")
@@ -420,32 +423,51 @@ def score(model, source_tokenizer, target_tokenizer, corpus, config, workdir, sp
     }
 
 
-def load_run(workdir, checkpoint=None):
-    """The config, tokenizers and model of a run directory; `checkpoint`: a
-    `.weights.h5` file to load instead of the final `model.keras`."""
+def preset_metadata(config, metrics):
+    """What a run's preset records in `metadata.json`: the training config
+    and the scores."""
+    keys = ("bleu", "sacrebleu_signature", "chrf", "chrf_signature", "eval_split",
+            "eval_sentences", "exact_match", "steps", "validation_bleu")
+    return {"training_config": dataclasses.asdict(config),
+            **{k: metrics[k] for k in keys if k in metrics}}
+
+
+def load_translator(workdir, checkpoint=None):
+    """`(config, translator)` of a run directory: its final model through
+    `Translator.from_preset`, or the weights of `checkpoint` (a
+    `.weights.h5` file; the latest checkpoint when the run has no
+    `model.keras` yet), with the run's tokenizers and decoding settings."""
     config_path = os.path.join(workdir, "config.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{workdir} is not a run directory: it has no config.json.")
     config = load_config(config_path)
-    source_tokenizer, target_tokenizer = load_tokenizers(os.path.join(workdir, "vocab"))
     if checkpoint is None:
-        model_path = os.path.join(workdir, "model.keras")
-        if os.path.isfile(model_path):
-            return config, source_tokenizer, target_tokenizer, keras.saving.load_model(model_path)
+        if os.path.isfile(os.path.join(workdir, "model.keras")):
+            return config, Translator.from_preset(workdir)
         checkpoints = list_checkpoints(os.path.join(workdir, "checkpoints"))
         if not checkpoints:
             raise FileNotFoundError(f"{workdir} has neither model.keras nor checkpoints/.")
         checkpoint = checkpoints[-1]
+    source_tokenizer, target_tokenizer = load_tokenizers(os.path.join(workdir, "vocab"))
     model = build_model(config, source_tokenizer.vocabulary_size, target_tokenizer.vocabulary_size)
     load_weights_checked(model, checkpoint)
-    return config, source_tokenizer, target_tokenizer, model
+    return config, Translator(model, source_tokenizer, target_tokenizer,
+                              beam_size=config.beam_size, length_penalty=config.length_penalty)
+
+
+def load_run(workdir, checkpoint=None):
+    """The config, tokenizers and model of a run directory (`load_translator`,
+    unpacked); `checkpoint`: a `.weights.h5` file to load instead of the
+    final `model.keras`."""
+    config, translator = load_translator(workdir, checkpoint)
+    return config, translator.source_tokenizer, translator.target_tokenizer, translator.model
 
 
 def load_model_and_tokenizers(workdir=None, model_path=None, vocab_dir=None):
     """A run directory's final model and tokenizers, or a `.keras` file and a vocab folder."""
     if workdir is not None:
-        _, source_tokenizer, target_tokenizer, model = load_run(workdir)
-        return model, source_tokenizer, target_tokenizer
+        translator = Translator.from_preset(workdir)
+        return translator.model, translator.source_tokenizer, translator.target_tokenizer
     if not os.path.isfile(model_path):
         raise FileNotFoundError(f"Model file {model_path!r} does not exist.")
     source_tokenizer, target_tokenizer = load_tokenizers(vocab_dir)
