@@ -21,6 +21,20 @@ def _register_bundled_dataset():
 _register_bundled_dataset()
 
 
+def _register_training_objects():
+    """Registers the loss, metric and schedule of `keras_attention.training`
+    (a compiled model's `.keras` file names them) where TensorFlow, which
+    the training loop needs, can be imported."""
+    try:
+        import tensorflow  # noqa: F401
+    except ImportError:
+        return
+    from keras_attention import training  # noqa: F401
+
+
+_register_training_objects()
+
+
 def __getattr__(name):
     """`keras_attention.Translator`, imported on first use: it needs TensorFlow
     Text (the `recipes` extra), which the layers and models do not."""

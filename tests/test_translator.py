@@ -302,3 +302,22 @@ def test_readme_translator_snippets_run_as_written(tiny_run, run_translator, tmp
     one_liner, served, reloaded = json.loads(result.stdout.splitlines()[-1])
     assert one_liner == served == run_translator.translate(["The red book is on the table."])
     assert len(reloaded) == 1
+
+
+def test_plain_import_registers_every_serializable_class():
+    """After a plain `import keras_attention` (fresh process), Keras knows the
+    model, its layers and the training loss, metric and schedule."""
+    code = textwrap.dedent(
+        """
+        import keras
+        import keras_attention
+        names = ["Transformer", "EncoderBlock", "DecoderBlock", "MultiHeadAttention",
+                 "MaskedCrossEntropy", "MaskedAccuracy", "TransformerSchedule"]
+        print([n for n in names if keras.saving.get_registered_object(
+            "keras_attention>" + n) is None])
+        """)
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, timeout=300, check=False,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines()[-1] == "[]"
