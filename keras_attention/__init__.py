@@ -23,8 +23,13 @@ _register_bundled_dataset()
 
 def _register_training_objects():
     """Registers the loss, metric and schedule of `keras_attention.training`
-    (a compiled model's `.keras` file names them) where TensorFlow, which
-    the training loop needs, can be imported."""
+    (a compiled model's `.keras` file names them) on the TensorFlow backend,
+    which the training loop runs on; on JAX `import keras_attention` does not
+    import TensorFlow."""
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return
     try:
         import tensorflow  # noqa: F401
     except ImportError:
