@@ -290,12 +290,17 @@ class Translator:
                 "an exported SavedModel folder, or a kaggle:// or hf:// handle.")
         else:
             translator = _from_local_directory(cls, preset)
-        for name, value in overrides.items():
-            if name not in translator.get_config():
+        return translator.with_settings(**overrides)
+
+    def with_settings(self, **overrides):
+        """This translator (the same model and tokenizers) with other decoding
+        settings: `translator.with_settings(beam_size=8)`."""
+        for name in overrides:
+            if name not in self.get_config():
                 raise TypeError(f"Unknown setting {name!r}; expected one of "
-                                f"{sorted(translator.get_config())}.")
-        return cls(translator.model, translator.source_tokenizer, translator.target_tokenizer,
-                   **{**translator.get_config(), **overrides}, metadata=translator.metadata)
+                                f"{sorted(self.get_config())}.")
+        return type(self)(self.model, self.source_tokenizer, self.target_tokenizer,
+                          **{**self.get_config(), **overrides}, metadata=self.metadata)
 
     def save_to_preset(self, preset_dir, overwrite=False):
         """Writes a preset directory that `from_preset` reads, in keras-hub's

@@ -50,7 +50,6 @@ def main(argv=None):
     from recipes._startup import import_tensorflow
 
     import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
-    from keras_attention.translation import Translator
     from recipes.translation.train_lib import load_translator
 
     try:
@@ -58,9 +57,7 @@ def main(argv=None):
         overrides = {name: value for name, value in (
             ("beam_size", args.beam_size), ("length_penalty", args.length_penalty),
             ("max_output_length", args.max_output_length)) if value is not None}
-        translator = Translator(translator.model, translator.source_tokenizer,
-                                translator.target_tokenizer,
-                                **{**translator.get_config(), **overrides})
+        translator = translator.with_settings(**overrides)
         path = translator.export(args.export_dir or os.path.join(args.workdir, "export"),
                                  version=args.version, dtype_policy=args.dtype_policy)
     except (ValueError, OSError) as e:
