@@ -33,6 +33,14 @@ SPANISH = [
 
 # -- a tiny translation run, shared by the recipe, export and visualization tests
 
+# Sentences a tiny run translates in the export and Translator tests.
+SENTENCES = [
+    "The red book is on the table.",
+    "I will eat three green apples.",
+    "Where is the small cat?",
+    "We did not see the big house.",
+]
+
 TINY = {
     "model_preset": "tiny", "vocabulary_size": 600, "max_length": 32, "batch_tokens": 512,
     "steps": 12, "steps_per_epoch": 6, "warmup_steps": 4, "backup_every_steps": 3,

@@ -17,15 +17,9 @@ from keras_attention import Translator
 from keras_attention.data import train_tokenizers
 from keras_attention.models import Transformer
 from keras_attention.translation import translate
-from tests.helpers import ENGLISH, SPANISH
+from tests.helpers import ENGLISH, SENTENCES, SPANISH
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SENTENCES = [
-    "The red book is on the table.",
-    "I will eat three green apples.",
-    "Where is the small cat?",
-    "We did not see the big house.",
-]
 
 
 # -- fast: an untrained tiny translator ----------------------------------------

@@ -15,15 +15,9 @@ from keras_attention.decoding import greedy_search
 from keras_attention.export import export_translator, next_version
 from keras_attention.translation import translate
 from recipes.translation.train_lib import load_run
-from tests.helpers import FRESH_PROCESS
+from tests.helpers import FRESH_PROCESS, SENTENCES
 
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-SENTENCES = [
-    "The red book is on the table.",
-    "I will eat three green apples.",
-    "Where is the small cat?",
-    "We did not see the big house.",
-]
 
 
 @pytest.fixture(scope="module")
