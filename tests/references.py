@@ -45,9 +45,11 @@ def attention(q, k, v, mask=None, causal=False, scale=None):
     return w @ v, w
 
 
-def multi_head_attention(layer, query, value, mask=None, causal=False):
+def multi_head_attention(layer, query, value, mask=None, causal=False, details=False):
     """A `MultiHeadAttention` layer's pass from its own weights (grouped
-    key/value heads included); returns `(outputs [B, T, D], scores [B, N, T, S])`.
+    key/value heads included); returns `(outputs [B, T, D], scores [B, N, T, S])`,
+    and with `details` a third item: the per-head `query`, `key`, `value`,
+    `dot_products` (q·k) and `outputs` (each head's weighted sum of values).
 
     `mask` is [B, T, S] (True = may attend).
     """
@@ -65,8 +67,12 @@ def multi_head_attention(layer, query, value, mask=None, causal=False):
     k, v = np.repeat(k, groups, axis=2), np.repeat(v, groups, axis=2)  # [B, S, N, *]
     heads_first = lambda x: np.transpose(x, (0, 2, 1, 3))  # noqa: E731
     m = None if mask is None else np.asarray(mask, bool)[:, None]  # [B, 1, T, S]
-    context, scores = attention(heads_first(q), heads_first(k), heads_first(v), m, causal)
+    q, k, v = heads_first(q), heads_first(k), heads_first(v)  # [B, N, T or S, *]
+    context, scores = attention(q, k, v, m, causal)
     out = np.einsum("btnh,nhd->btd", heads_first(context), wo) + bo
+    if details:
+        return out, scores, {"query": q, "key": k, "value": v,
+                             "dot_products": q @ np.swapaxes(k, -1, -2), "outputs": context}
     return out, scores
 
 

@@ -61,6 +61,9 @@ class DecoderBlock(TransformerBlockBase):
         return_attention_scores: if True, also return the self- and
             cross-attention weights.
         training: whether dropout is active.
+        return_attention_details: if True, return in the place of the two
+            scores the self- and cross-attention's dicts of details (see
+            `MultiHeadAttention`'s `return_attention_details`).
 
     Returns:
         A fixed order, with optional parts present only when asked for:
@@ -112,6 +115,7 @@ class DecoderBlock(TransformerBlockBase):
         cross_attention_cache=None,
         return_attention_scores=False,
         training=None,
+        return_attention_details=False,
         decoder_sequence_mask=None,
         encoder_sequence_mask=None,
     ):
@@ -143,6 +147,7 @@ class DecoderBlock(TransformerBlockBase):
                 value_mask=None if caching else decoder_mask,
                 use_causal_mask=use_causal_mask,
                 return_attention_scores=True,
+                return_attention_details=return_attention_details,
                 training=training,
                 cache=self_attention_cache,
                 cache_update_index=self_attention_cache_update_index,
@@ -155,6 +160,7 @@ class DecoderBlock(TransformerBlockBase):
                 query_mask=decoder_mask,
                 value_mask=encoder_mask,
                 return_attention_scores=True,
+                return_attention_details=return_attention_details,
                 training=training,
                 cache=cross_attention_cache,
             )
@@ -173,7 +179,7 @@ class DecoderBlock(TransformerBlockBase):
             x, self.feedforward_norm, self.feedforward_dropout, self._feedforward, training
         )
         result = (x,)
-        if return_attention_scores:
+        if return_attention_scores or return_attention_details:
             result += (self_scores, cross_scores)
         if caching:
             result += (new_cache[0], cross_attention_cache)

@@ -43,6 +43,9 @@ class EncoderBlock(TransformerBlockBase):
         return_attention_scores: if True, also return the self-attention
             weights `[B, N, S, S]`.
         training: whether dropout is active.
+        return_attention_details: if True, return in the place of the
+            scores the self-attention's dict of details (see
+            `MultiHeadAttention`'s `return_attention_details`).
 
     Returns:
         `[B, S, D]`, or `(outputs, scores)` when `return_attention_scores`.
@@ -70,6 +73,7 @@ class EncoderBlock(TransformerBlockBase):
         attention_mask=None,
         return_attention_scores=False,
         training=None,
+        return_attention_details=False,
         mask=None,
         inputs_mask=None,
     ):
@@ -87,6 +91,7 @@ class EncoderBlock(TransformerBlockBase):
                 value_mask=padding,
                 attention_mask=attention_mask,
                 return_attention_scores=True,
+                return_attention_details=return_attention_details,
                 training=training,
             )
 
@@ -96,7 +101,7 @@ class EncoderBlock(TransformerBlockBase):
         (x,) = self._sublayer(
             x, self.feedforward_norm, self.feedforward_dropout, self._feedforward, training
         )
-        if return_attention_scores:
+        if return_attention_scores or return_attention_details:
             return x, scores
         return x
 

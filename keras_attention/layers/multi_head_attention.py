@@ -68,6 +68,17 @@ class MultiHeadAttention(keras.layers.Layer):
             (to cache slots `j <= cache_update_index + i` when decoding).
         return_attention_scores: if True, also return the per-head attention
             weights `[B, N, T, S]` (float32).
+        return_attention_details: if True, return in the place of the
+            scores a dict of every quantity of the computation, per head
+            (to show how a weight was computed; the normal path computes
+            none of the extra ones): `"query"` `[B, N, T, H]`, `"key"`
+            `[B, N, S, H]` and `"value"` `[B, N, S, Hv]` (the projections,
+            key/value heads repeated for their query heads), `"dot_products"`
+            `[B, N, T, S]` (q·k in float32, before the scale and the mask),
+            `"scale"` (1/√H), `"mask"` (`[B, 1, T, S]` bool, True = may
+            attend, or None), `"weights"` `[B, N, T, S]` (the scores) and
+            `"outputs"` `[B, N, T, Hv]` (each head's weighted sum of values,
+            before W^O).
         training: whether dropout is active.
         cache: optional tuple `(key_cache, value_cache)` of shapes
             `[B, L, K, H]` and `[B, L, K, Hv]` (see `initialize_cache` and
@@ -216,6 +227,7 @@ class MultiHeadAttention(keras.layers.Layer):
         training=None,
         cache=None,
         cache_update_index=None,
+        return_attention_details=False,
         query_mask=None,
         value_mask=None,
         key_mask=None,
@@ -256,20 +268,32 @@ class MultiHeadAttention(keras.layers.Layer):
         if groups > 1:
             k = ops.repeat(k, groups, axis=2)  # [B, S, N, H]
             v = ops.repeat(v, groups, axis=2)  # [B, S, N, Hv]
-        outputs, scores = scaled_dot_product_attention(
-            ops.transpose(q, (0, 2, 1, 3)),  # [B, N, T, H]
-            ops.transpose(k, (0, 2, 1, 3)),  # [B, N, S, H]
-            ops.transpose(v, (0, 2, 1, 3)),  # [B, N, S, Hv]
+        q = ops.transpose(q, (0, 2, 1, 3))  # [B, N, T, H]
+        k = ops.transpose(k, (0, 2, 1, 3))  # [B, N, S, H]
+        v = ops.transpose(v, (0, 2, 1, 3))  # [B, N, S, Hv]
+        scale = 1.0 / math.sqrt(self.key_dim)
+        heads, scores = scaled_dot_product_attention(
+            q,
+            k,
+            v,
             mask=mask,
-            scale=1.0 / math.sqrt(self.key_dim),
+            scale=scale,
             dropout_rate=self.dropout,
             training=training,
             seed=self.seed_generator,
         )  # [B, N, T, Hv], [B, N, T, S]
-        outputs = self.output_dense(ops.transpose(outputs, (0, 2, 1, 3)))  # [B, T, out]
+        outputs = self.output_dense(ops.transpose(heads, (0, 2, 1, 3)))  # [B, T, out]
 
         result = (outputs,)
-        if return_attention_scores:
+        if return_attention_details:
+            # Recomputed only here: the normal path keeps its fused kernel.
+            dot_products = ops.matmul(
+                ops.cast(q, "float32"), ops.swapaxes(ops.cast(k, "float32"), -1, -2)
+            )  # [B, N, T, S]
+            details = {"query": q, "key": k, "value": v, "dot_products": dot_products,
+                       "scale": scale, "mask": mask, "weights": scores, "outputs": heads}
+            result += (details,)
+        elif return_attention_scores:
             result += (scores,)
         if cache is not None:
             result += (cache,)

@@ -59,16 +59,20 @@ class _Layers(collections.namedtuple("_Layers", (
     them through the same two functions below: the stacks are written once."""
 
 
-def _encoder_pass(layers, encoder_tokens, training=None, return_attention_scores=False):
+def _encoder_pass(layers, encoder_tokens, training=None, return_attention_scores=False,
+                  details=False):
     """Embedding, dropout, blocks, final norm: `(x [B, S, D], padding [B, S],
-    scores)` with `scores` one `[B, N, S, S]` per block (empty unless asked)."""
+    scores)` with `scores` one `[B, N, S, S]` per block (empty unless asked;
+    with `details`, one dict of `MultiHeadAttention`'s details per block)."""
+    return_attention_scores = return_attention_scores or details
     mask = padding_mask(encoder_tokens)  # [B, S]
     x = layers.encoder_embedding(encoder_tokens)  # [B, S, D]
     x = layers.encoder_embedding_dropout(x, training=training)
     scores = []
     for block in layers.encoder_blocks:
         x = block(x, padding_mask=mask, training=training,
-                  return_attention_scores=return_attention_scores)
+                  return_attention_scores=return_attention_scores,
+                  return_attention_details=details)
         if return_attention_scores:
             x, block_scores = x
             scores.append(block_scores)  # [B, N, S, S]
@@ -78,7 +82,7 @@ def _encoder_pass(layers, encoder_tokens, training=None, return_attention_scores
 
 
 def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, training=None,
-                  return_attention_scores=False, cache=None, index=None):
+                  return_attention_scores=False, cache=None, index=None, details=False):
     """Embedding, dropout, blocks, final norm and output projection.
 
     Teacher-forced over the whole target (`cache=None`), or one cached step
@@ -88,8 +92,10 @@ def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, trainin
     Returns:
         `(logits [B, T, V] float32, self_scores, cross_scores, cache)`: the
         score lists hold one `[B, N, T, T]` / `[B, N, T, S]` per block (empty
-        unless asked); `cache` is the updated cache (None without one).
+        unless asked; with `details`, dicts of `MultiHeadAttention`'s
+        details); `cache` is the updated cache (None without one).
     """
+    return_attention_scores = return_attention_scores or details
     if cache is None:
         y = layers.decoder_embedding(decoder_tokens)  # [B, T, D]
         mask = padding_mask(decoder_tokens)  # [B, T]
@@ -100,7 +106,8 @@ def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, trainin
     self_scores, cross_scores, new_cache = [], [], []
     for i, block in enumerate(layers.decoder_blocks):
         kwargs = dict(decoder_padding_mask=mask, encoder_padding_mask=encoder_mask,
-                      training=training, return_attention_scores=return_attention_scores)
+                      training=training, return_attention_scores=return_attention_scores,
+                      return_attention_details=details)
         if cache is not None:
             kwargs.update(self_attention_cache=cache[i][0], self_attention_cache_update_index=index,
                           cross_attention_cache=cache[i][1])
@@ -363,13 +370,32 @@ class Transformer(keras.Model):
         `"cross"`: `[B, N, T, S]` (float32 softmax weights; rows of padded
         queries are zeros, padded keys get zero weight).
         """
+        scores = self._teacher_forced_attention(encoder_tokens, decoder_tokens, details=False)
+        del scores["logits"]
+        return scores
+
+    def attention_details(self, encoder_tokens, decoder_tokens):
+        """Every quantity of every attention computation of a teacher-forced
+        pass (no dropout): how each weight was computed, per head.
+
+        Returns a dict: `"encoder_self"`, `"decoder_self"` and `"cross"`, each
+        a list with one dict per block of `MultiHeadAttention`'s
+        `return_attention_details` (`query`, `key`, `value`, `dot_products`,
+        `scale`, `mask`, `weights`, `outputs`), and `"logits"` `[B, T, V]`
+        (float32, the next-token logits of the same pass).
+        """
+        return self._teacher_forced_attention(encoder_tokens, decoder_tokens, details=True)
+
+    def _teacher_forced_attention(self, encoder_tokens, decoder_tokens, details):
         layers = self._passes_layers()
         encoder_tokens = ops.convert_to_tensor(encoder_tokens, "int32")
         decoder_tokens = ops.convert_to_tensor(decoder_tokens, "int32")
-        x, mask, encoder_self = _encoder_pass(layers, encoder_tokens, return_attention_scores=True)
-        _, decoder_self, cross, _ = _decoder_pass(layers, decoder_tokens, x, mask,
-                                                  return_attention_scores=True)
-        return {"encoder_self": encoder_self, "decoder_self": decoder_self, "cross": cross}
+        x, mask, encoder_self = _encoder_pass(layers, encoder_tokens,
+                                              return_attention_scores=True, details=details)
+        logits, decoder_self, cross, _ = _decoder_pass(
+            layers, decoder_tokens, x, mask, return_attention_scores=True, details=details)
+        return {"encoder_self": encoder_self, "decoder_self": decoder_self, "cross": cross,
+                "logits": logits}
 
     # === Serialization ===
 

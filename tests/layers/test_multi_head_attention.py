@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_attention.layers import MultiHeadAttention
+from keras_attention.layers import MultiHeadAttention, scaled_dot_product_attention
 from tests import references
 from tests.layer_test_case import assert_close, run_layer_test, to_numpy
 
@@ -33,6 +33,43 @@ def test_matches_numpy_reference(num_key_value_heads, causal):
     assert_close(out, expected_out)
     assert_close(scores, expected_scores)
     assert scores.shape == (2, 4, 6, 6)
+
+
+@pytest.mark.parametrize("num_key_value_heads", [None, 2])
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_details_are_the_computation(num_key_value_heads, causal):
+    """`return_attention_details`: every quantity of the computation per head,
+    checked against the NumPy reference and against
+    `scaled_dot_product_attention` run on the returned projections; the
+    outputs are those of the normal path."""
+    rng = np.random.default_rng(3)
+    q, v = _data(rng, t=6, s=6)
+    mask = rng.random((2, 6, 6)) > 0.3
+    layer = MultiHeadAttention(4, 8, num_key_value_heads=num_key_value_heads, value_dim=5)
+    out, scores = layer(q, v, attention_mask=mask, use_causal_mask=causal,
+                        return_attention_scores=True)
+    out_d, details = layer(q, v, attention_mask=mask, use_causal_mask=causal,
+                           return_attention_details=True)
+    np.testing.assert_array_equal(to_numpy(out_d), to_numpy(out))
+    np.testing.assert_array_equal(to_numpy(details["weights"]), to_numpy(scores))
+    _, expected_scores, expected = references.multi_head_attention(layer, q, v, mask, causal,
+                                                                    details=True)
+    for name in ("query", "key", "value", "dot_products", "outputs"):
+        assert details[name].shape == expected[name].shape, name
+        assert_close(details[name], expected[name])
+    assert details["scale"] == pytest.approx(1 / np.sqrt(8))
+    allowed = mask & (np.tril(np.ones((6, 6), bool)) if causal else True)
+    np.testing.assert_array_equal(to_numpy(details["mask"]), allowed[:, None])
+    # softmax(dot_products * scale + mask) is the weights; weights · V the outputs.
+    heads, weights = scaled_dot_product_attention(
+        details["query"], details["key"], details["value"], mask=details["mask"],
+        scale=details["scale"])
+    assert_close(weights, details["weights"])
+    assert_close(heads, details["outputs"])
+    _, from_logits = references.attention(to_numpy(details["dot_products"]) * details["scale"],
+                                          np.eye(6), np.eye(6), allowed[:, None], scale=1.0)
+    assert_close(details["weights"], from_logits)
+    assert_close(details["weights"], expected_scores)
 
 
 @pytest.mark.parametrize("causal", [False, True])

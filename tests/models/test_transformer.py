@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from keras_attention.models import Transformer
+from tests import references
 from tests.layer_test_case import assert_close, to_numpy
 
 ENC = np.array([[5, 6, 7, 0, 0], [8, 9, 10, 11, 12], [13, 14, 0, 0, 0]], "int32")
@@ -120,6 +121,31 @@ def test_attention_scores_of_every_block():
     np.testing.assert_allclose(cross[1, :, :2].sum(-1), 1.0, atol=1e-5)
     assert np.all(cross[1, :, 2:] == 0)  # padded queries give zero rows
     np.testing.assert_allclose(np.triu(self_attention[0], k=1), 0.0, atol=1e-7)  # causal
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_attention_details_are_those_of_the_pass(norm_first):
+    """`attention_details`: the same weights as `attention_scores`, the
+    logits of the model's own call, and each block's projections recombine
+    into its weights and head outputs."""
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=20,
+                                    decoder_vocabulary_size=20, norm_first=norm_first)
+    enc = np.array([[5, 6, 7, 3, 0], [8, 3, 0, 0, 0]], "int32")
+    dec = np.array([[2, 9, 10, 11], [2, 12, 0, 0]], "int32")
+    details = model.attention_details(enc, dec)
+    scores = model.attention_scores(enc, dec)
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        assert len(details[kind]) == len(scores[kind]) == 2
+        for block, weights in zip(details[kind], scores[kind]):
+            np.testing.assert_array_equal(to_numpy(block["weights"]), to_numpy(weights))
+            logits = to_numpy(block["dot_products"]) * block["scale"]
+            allowed = np.broadcast_to(to_numpy(block["mask"]).astype(bool), logits.shape)
+            _, expected = references.attention(logits, np.eye(logits.shape[-1]),
+                                               np.eye(logits.shape[-1]), allowed, scale=1.0)
+            assert_close(block["weights"], expected)
+            assert_close(block["outputs"], to_numpy(block["weights"]) @ to_numpy(block["value"]))
+    assert np.all(np.triu(to_numpy(details["decoder_self"][0]["mask"])[0, 0], k=1) == 0)
+    assert_close(details["logits"], model({"encoder_tokens": enc, "decoder_tokens": dec}))
 
 
 def _seed_states(model):
