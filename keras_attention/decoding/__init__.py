@@ -14,15 +14,24 @@ from keras_attention.decoding.greedy import greedy_search
 
 
 def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=4,
-           length_penalty=0.6):
+           length_penalty=0.6, num_return_sequences=None):
     """`greedy_search` when `beam_size == 1`, `beam_search` otherwise, both
     with `length_penalty`; returns `(tokens [B, L], scores [B])`, scores
-    log P(Y|X) / lp(Y) whatever the beam size."""
+    log P(Y|X) / lp(Y) whatever the beam size, or with
+    `num_return_sequences=n` (at most `beam_size`) the n best,
+    `([B, n, L], [B, n])`."""
     if beam_size == 1:
-        return greedy_search(model, encoder_tokens, max_length, start_id, end_id,
-                             length_penalty=length_penalty)
+        if num_return_sequences not in (None, 1):
+            raise ValueError(f"`num_return_sequences`={num_return_sequences!r} needs a beam "
+                             "search with at least as many beams; received beam_size=1.")
+        tokens, scores = greedy_search(model, encoder_tokens, max_length, start_id, end_id,
+                                       length_penalty=length_penalty)
+        if num_return_sequences is None:
+            return tokens, scores
+        return tokens[:, None], scores[:, None]
     return beam_search(model, encoder_tokens, max_length, start_id, end_id,
-                       beam_size=beam_size, length_penalty=length_penalty)
+                       beam_size=beam_size, length_penalty=length_penalty,
+                       num_return_sequences=num_return_sequences)
 
 
 __all__ = ["beam_search", "greedy_search", "search"]

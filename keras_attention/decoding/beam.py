@@ -7,6 +7,7 @@ The beams of sentence b are rows b*K ... b*K + K - 1 of the model's batch.
 from keras import ops
 
 from keras_attention._constants import MASKED_LOGIT
+from keras_attention._validation import check_positive_int
 from keras_attention.decoding._loop import (
     check_search_args,
     encode_source,
@@ -26,6 +27,7 @@ def beam_search(
     beam_size=4,
     length_penalty=0.6,
     use_cache=True,
+    num_return_sequences=None,
 ):
     """Finds high-scoring translations with beam search.
 
@@ -51,12 +53,18 @@ def beam_search(
             0: the score is the log-probability).
         use_cache: if False, recompute the whole prefix at every step (slow;
             the reference and the benchmark's baseline).
+        num_return_sequences: None for the best hypothesis; n in
+            [1, beam_size] for the n best, best first: the finished
+            hypotheses by score, then (when fewer than n finished) the live
+            ones by log-probability, scored as if they ended at L.
 
     Returns:
         `(tokens, scores)`: int32 `tokens` `[B, L]` of the best hypothesis,
         without the start token, padded with 0 after the end token; float32
         `scores` `[B]`, its log P(Y|X) / lp(Y) (a sentence with no finished
         hypothesis gets its best live one, |Y| = L), as in `greedy_search`.
+        With `num_return_sequences=n`: `tokens` `[B, n, L]` and `scores`
+        `[B, n]`; entry 0 is the best hypothesis above.
 
     Example:
 
@@ -69,6 +77,11 @@ def beam_search(
         Wu et al., "Google's Neural Machine Translation System", 2016, eq. 14.
     """
     check_search_args(model, max_length, start_id, end_id, beam_size, length_penalty)
+    if num_return_sequences is not None:
+        check_positive_int("num_return_sequences", num_return_sequences)
+        if num_return_sequences > beam_size:
+            raise ValueError(f"`num_return_sequences`={num_return_sequences} must be at most "
+                             f"`beam_size`={beam_size}: the search keeps {beam_size} hypotheses.")
     k = beam_size
     encoder_outputs, encoder_mask = encode_source(model, encoder_tokens, k)
     rows = ops.shape(encoder_outputs)[0]  # B*K
@@ -147,9 +160,31 @@ def beam_search(
         model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
         keep_going, reorder_cache=reorder_cache, use_cache=use_cache,
     )
+    if num_return_sequences is not None:
+        return _n_best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags,
+                       num_return_sequences, max_length, length_penalty)
     any_finished = ops.any(fin_flags, axis=1)  # [B]
     alive_best = ops.reshape(sequences, (batch_size, k, length))[:, 0]  # [B, L + 1]
     tokens = ops.where(any_finished[:, None], fin_seq[:, 0], alive_best)[:, 1:]  # [B, L]
     alive_score = normalized_score(alive_log_probs[:, 0], max_length, length_penalty)
     scores = ops.where(any_finished, fin_scores[:, 0], alive_score)  # [B]
+    return tokens, scores
+
+
+def _n_best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, n, max_length,
+            length_penalty):
+    """The n best hypotheses `([B, n, L], [B, n])`: the finished ones by score
+    (`top_k` keeps them sorted, finished first), then the live ones by
+    log-probability, scored at |Y| = L, as the 1-best rule ranks them."""
+    batch_size, k = ops.shape(fin_scores)[0], fin_scores.shape[1]
+    alive_seq = ops.reshape(sequences, (batch_size, k, -1))  # [B, K, L + 1]
+    alive_scores = normalized_score(alive_log_probs, max_length, length_penalty)  # [B, K]
+    finished = ops.sum(ops.cast(fin_flags, "int32"), axis=1, keepdims=True)  # [B, 1]
+    slot = ops.arange(n, dtype="int32")[None, :]  # [1, n]
+    # Slot j: finished hypothesis j while j < finished, else live one j - finished.
+    index = ops.where(slot < finished, slot, k + slot - finished)  # [B, n]
+    pool_seq = ops.concatenate([fin_seq, alive_seq], axis=1)  # [B, 2K, L + 1]
+    pool_scores = ops.concatenate([fin_scores, alive_scores], axis=1)  # [B, 2K]
+    tokens = ops.take_along_axis(pool_seq, index[:, :, None], axis=1)[:, :, 1:]  # [B, n, L]
+    scores = ops.take_along_axis(pool_scores, index, axis=1)  # [B, n]
     return tokens, scores

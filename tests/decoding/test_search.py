@@ -152,6 +152,42 @@ def test_scores_are_log_probability_over_the_length_penalty(trained, beam_size, 
         np.testing.assert_allclose(to_numpy(scores), expected, rtol=1e-4, atol=1e-4)
 
 
+def test_n_best_lists(trained):
+    """`num_return_sequences=n`: entry 0 is the 1-best hypothesis, the n are
+    distinct, each scored by the reference formula, finished ones first in
+    descending score; on a trained model (finished) and an untrained one
+    (some end at max_length)."""
+    src, _ = reverse_task(np.random.default_rng(13), 5, min_len=1)
+    untrained = tiny_model()
+    for model in (trained, untrained):
+        best_tokens, best_scores = beam_search(model, src, 7, START, END, beam_size=4)
+        tokens, scores = beam_search(model, src, 7, START, END, beam_size=4,
+                                     num_return_sequences=4)
+        tokens, scores = to_numpy(tokens).astype("int32"), to_numpy(scores)
+        assert tokens.shape == (5, 4, 7) and scores.shape == (5, 4)
+        np.testing.assert_array_equal(tokens[:, 0], to_numpy(best_tokens))
+        np.testing.assert_allclose(scores[:, 0], to_numpy(best_scores), rtol=1e-6)
+        for row in range(5):
+            assert len({tuple(t) for t in tokens[row]}) == 4  # distinct hypotheses
+            finished = [END in t for t in tokens[row]]
+            assert finished == sorted(finished, reverse=True)  # finished first
+            done = scores[row][np.array(finished)]
+            assert np.all(np.diff(done) <= 1e-6)
+        expected = reference_scores(model, np.repeat(src, 4, axis=0),
+                                    tokens.reshape(20, 7), 0.6).reshape(5, 4)
+        np.testing.assert_allclose(scores, expected, rtol=1e-4, atol=1e-4)
+    two_tokens, two_scores = search(untrained, src, 7, START, END, beam_size=4,
+                                    num_return_sequences=2)
+    np.testing.assert_array_equal(to_numpy(two_tokens), tokens[:, :2])
+    np.testing.assert_allclose(to_numpy(two_scores), scores[:, :2], rtol=1e-6)
+    greedy_tokens, _ = search(trained, src, 7, START, END, beam_size=1, num_return_sequences=1)
+    assert to_numpy(greedy_tokens).shape == (5, 1, 7)
+    with pytest.raises(ValueError, match="num_return_sequences`=5 must be at most"):
+        beam_search(trained, src, 7, START, END, beam_size=4, num_return_sequences=5)
+    with pytest.raises(ValueError, match="received beam_size=1"):
+        search(trained, src, 7, START, END, beam_size=1, num_return_sequences=2)
+
+
 @pytest.mark.parametrize("package", [
     "keras_attention.decoding", "keras_attention.layers", "keras_attention.models",
     "keras_attention.data", "keras_attention.training", "keras_attention.evaluation",
