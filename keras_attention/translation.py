@@ -49,20 +49,22 @@ def _pad_to_bucket(rows, boundaries):
 _SEARCHES = weakref.WeakKeyDictionary()
 
 
-def _compiled_search(model, beam_size, length_penalty, max_length):
-    key = (beam_size, length_penalty, max_length, xla_ops_allowed())  # read when traced
+def _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences):
+    key = (beam_size, length_penalty, max_length, num_return_sequences,
+           xla_ops_allowed())  # read when traced
     searches = _SEARCHES.setdefault(model, {})
     if key not in searches:
         searches[key] = tf.function(
             lambda tokens: search(model, tokens, max_length, START_ID, END_ID, beam_size,
-                                  length_penalty),
+                                  length_penalty, num_return_sequences),
             input_signature=[tf.TensorSpec([None, None], tf.int32)],
         )
     return searches[key]
 
 
 def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
-              length_penalty=0.6, max_length=None, batch_size=64, verbose=1):
+              length_penalty=0.6, max_length=None, batch_size=64, verbose=1,
+              num_return_sequences=None):
     """Translates `sentences` (a list of str) with beam search (greedy for
     `beam_size=1`).
 
@@ -74,7 +76,9 @@ def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
     Returns:
         `(translations, scores)`: lists of str and float in the input order;
         each score is log P(Y|X) / ((5 + |Y|) / 6)^length_penalty (the
-        `score` of the exported SavedModel), whatever the beam size.
+        `score` of the exported SavedModel), whatever the beam size. With
+        `num_return_sequences=n` (at most `beam_size`), each element is
+        instead a list: the n best translations, best first, and their scores.
     """
     sentences = list(sentences)
     if not sentences:
@@ -85,17 +89,25 @@ def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
     order = np.argsort([len(row) for row in ids], kind="stable")
     boundaries = default_bucket_boundaries(limit)
 
-    search = _compiled_search(model, beam_size, length_penalty, max_length)
+    search = _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences)
 
     translations, scores = [None] * len(sentences), [0.0] * len(sentences)
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     progbar = keras.utils.Progbar(len(sentences), unit_name="sentence") if verbose else None
     for batch in batches:
         tokens, batch_scores = search(_pad_to_bucket([ids[i] for i in batch], boundaries))
-        texts = target_tokenizer.detokenize(tokens).numpy()
-        for i, text, score in zip(batch, texts, batch_scores.numpy()):
-            translations[i] = text.decode("utf-8")
-            scores[i] = float(score)
+        if num_return_sequences is None:
+            texts = [t.decode("utf-8") for t in target_tokenizer.detokenize(tokens).numpy()]
+            batch_scores = [float(x) for x in batch_scores.numpy()]
+        else:  # [b, n, L] -> one detokenize call over b*n rows
+            n = num_return_sequences
+            flat = target_tokenizer.detokenize(tf.reshape(tokens, (-1, tokens.shape[-1])))
+            flat = [t.decode("utf-8") for t in flat.numpy()]
+            texts = [flat[j : j + n] for j in range(0, len(flat), n)]
+            batch_scores = [[float(x) for x in row] for row in batch_scores.numpy()]
+        for i, text, score in zip(batch, texts, batch_scores):
+            translations[i] = text
+            scores[i] = score
         if progbar is not None:
             progbar.add(len(batch))
     return translations, scores
@@ -167,7 +179,7 @@ class Translator:
     # -- translating ----------------------------------------------------------
 
     def translate(self, texts, beam_size=None, length_penalty=None, batch_size=64,
-                  verbose="auto"):
+                  verbose="auto", *, num_return_sequences=None, return_scores=False):
         """Translates `texts` and returns a list of str in the same order.
 
         Args:
@@ -178,29 +190,46 @@ class Translator:
             batch_size: sentences decoded together.
             verbose: 1 shows a progress bar, 0 none; "auto": a bar when
                 there is more than one batch.
+            num_return_sequences: n (at most the beam size) for the n best
+                translations of each sentence: a list of lists, best first.
+            return_scores: also return the scores, `(translations, scores)`:
+                each log P(Y|X) / ((5 + |Y|) / 6)^length_penalty, the `score`
+                of the exported SavedModel (lists of lists with
+                `num_return_sequences`).
+
+        Example:
+
+        >>> translator.translate(["I eat."], beam_size=4, num_return_sequences=2,
+        ...                      return_scores=True)
+        ([['Yo como.', 'Como.']], [[-0.09, -1.2]])
         """
-        return self.translate_with_scores(texts, beam_size, length_penalty, batch_size,
-                                          verbose)[0]
-
-    generate = translate  # keras-hub's name
-
-    def translate_with_scores(self, texts, beam_size=None, length_penalty=None, batch_size=64,
-                              verbose="auto"):
-        """Like `translate`, and the scores: returns `(translations, scores)`,
-        each score log P(Y|X) / ((5 + |Y|) / 6)^length_penalty (the `score`
-        of the exported SavedModel)."""
         sentences = _as_sentences(texts)
         beam_size = self.beam_size if beam_size is None else beam_size
         length_penalty = self.length_penalty if length_penalty is None else length_penalty
         check_positive_int("beam_size", beam_size)
         check_non_negative("length_penalty", length_penalty)
         check_positive_int("batch_size", batch_size)
+        check_positive_int("num_return_sequences", num_return_sequences, allow_none=True)
+        if num_return_sequences is not None and num_return_sequences > beam_size:
+            raise ValueError(f"`num_return_sequences`={num_return_sequences} must be at most "
+                             f"the beam size {beam_size}: the search keeps {beam_size} "
+                             "hypotheses. Pass a larger `beam_size`.")
         if verbose == "auto":
             verbose = int(len(sentences) > batch_size)
-        return translate(self.model, self.source_tokenizer, self.target_tokenizer, sentences,
-                         beam_size=beam_size, length_penalty=length_penalty,
-                         max_length=self.max_output_length, batch_size=batch_size,
-                         verbose=verbose)
+        translations, scores = translate(
+            self.model, self.source_tokenizer, self.target_tokenizer, sentences,
+            beam_size=beam_size, length_penalty=length_penalty,
+            max_length=self.max_output_length, batch_size=batch_size, verbose=verbose,
+            num_return_sequences=num_return_sequences)
+        return (translations, scores) if return_scores else translations
+
+    generate = translate  # keras-hub's name
+
+    def translate_with_scores(self, texts, beam_size=None, length_penalty=None, batch_size=64,
+                              verbose="auto", **kwargs):
+        """`translate(..., return_scores=True)`: `(translations, scores)`."""
+        return self.translate(texts, beam_size, length_penalty, batch_size, verbose,
+                              return_scores=True, **kwargs)
 
     # -- fine-tuning on strings ------------------------------------------------
 
@@ -236,9 +265,15 @@ class Translator:
             pairs = pairs.shuffle(100_000, seed=seed, reshuffle_each_iteration=True)
         # training=False keeps each bucket's last partial batch: a handful of
         # pairs is enough to fine-tune on.
-        return make_batches(pairs, self.source_tokenizer, self.target_tokenizer,
-                            max_length=self.model.max_length, length_policy="truncate",
-                            batch_tokens=batch_tokens, training=False)
+        batches = make_batches(pairs, self.source_tokenizer, self.target_tokenizer,
+                               max_length=self.model.max_length, length_policy="truncate",
+                               batch_tokens=batch_tokens, training=False)
+        # Each bucket gives ceil(pairs / batch size) batches in any order, so
+        # one count holds for every epoch. Told it, Keras knows each epoch's
+        # length (an unknown one ends the first epoch with its "Your input
+        # ran out of data" warning).
+        count = int(batches.reduce(np.int64(0), lambda n, _: n + 1))
+        return batches.apply(tf.data.experimental.assert_cardinality(count))
 
     def fit(self, pairs, epochs=1, batch_tokens=4096, shuffle=True, seed=None,
             validation_pairs=None, **kwargs):
@@ -360,6 +395,16 @@ class Translator:
             version=version, beam_size=self.beam_size, length_penalty=self.length_penalty,
             max_output_length=self.max_output_length, dtype_policy=dtype_policy,
             verbose=verbose)
+
+    def export_ctranslate2(self, output_dir, quantization=None, overwrite=False):
+        """Converts the model and tokenizers into a CTranslate2 model directory
+        (`keras_attention.export.export_ctranslate2`; `quantization` e.g.
+        `"int8"`); returns its path. Translate from strings with
+        `keras_attention.export.translate_with_ctranslate2`."""
+        from keras_attention.export import export_ctranslate2
+
+        return export_ctranslate2(self.model, self.source_tokenizer, self.target_tokenizer,
+                                  output_dir, quantization=quantization, overwrite=overwrite)
 
     def __repr__(self):
         return (f"<Translator {self.model.name}: {self.source_tokenizer.vocabulary_size} -> "

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -102,6 +103,21 @@ def test_translate_api(small):
         small.translate(SENTENCES, beam_size=0)
 
 
+def test_n_best_lists(small):
+    """`num_return_sequences`: lists of the n best, best first, whose first
+    entries are the 1-best translations and scores."""
+    best, best_scores = small.translate(SENTENCES, beam_size=3, return_scores=True)
+    n_best, scores = small.translate(SENTENCES, beam_size=3, num_return_sequences=3,
+                                     return_scores=True)
+    assert [len(row) for row in n_best] == [3] * 4 and [len(row) for row in scores] == [3] * 4
+    assert [row[0] for row in n_best] == best
+    np.testing.assert_allclose([row[0] for row in scores], best_scores, rtol=1e-6)
+    assert small.translate(SENTENCES, beam_size=3, num_return_sequences=2) == [
+        row[:2] for row in n_best]
+    with pytest.raises(ValueError, match="at most the beam size 2"):
+        small.translate(SENTENCES, num_return_sequences=3)
+
+
 def test_constructor_checks(small):
     with pytest.raises(ValueError, match="do not belong together"):
         Translator(small.model, small.target_tokenizer, small.target_tokenizer)
@@ -183,10 +199,15 @@ def test_fine_tuning_on_strings_reproduces_the_pairs(small, tmp_path):
         translator.preprocess(["just a sentence"])
     translator.compile(keras.optimizers.Adam(3e-3))
     pairs = list(zip(ENGLISH, SPANISH))
-    for _ in range(10):
-        history = translator.fit(pairs, epochs=30, seed=0, verbose=0)
-        if translator.translate(ENGLISH) == SPANISH:
-            break
+    batches = translator.preprocess(pairs, batch_tokens=64, seed=0)
+    assert int(batches.cardinality()) == sum(1 for _ in batches) == sum(1 for _ in batches)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(10):
+            history = translator.fit(pairs, epochs=30, seed=0, verbose=0)
+            if translator.translate(ENGLISH) == SPANISH:
+                break
+    assert not [w for w in caught if "ran out of data" in str(w.message)]
     assert history.history["loss"][-1] < history.history["loss"][0]
     assert translator.translate(ENGLISH) == SPANISH
     # From a dataset, with validation pairs: the same step.

@@ -48,7 +48,7 @@ from keras_attention.training import (
     make_strategy,
     resolve_precision,
 )
-from keras_attention.translation import Translator, translate
+from keras_attention.translation import Translator
 from keras_attention.visualization import attention_maps, save_attention_heatmaps
 from recipes.translation.config import check_config, load_config
 
@@ -177,28 +177,27 @@ def _check_training_pairs(config, stats):
         )
 
 
-def _validation_scorer(config, corpus, model, source_tokenizer, target_tokenizer):
-    """`score_fn()` -> validation BLEU and chrF of greedy translations of the
-    first `validation_bleu_sentences` validation pairs."""
+def _validation_scorer(config, corpus, translator):
+    """`score_fn()` -> validation BLEU and chrF of the `translator`'s greedy
+    translations of the first `validation_bleu_sentences` validation pairs."""
     pairs = list(corpus.load("validation").take(config.validation_bleu_sentences)
                  .as_numpy_iterator())
     sources = [s.decode("utf-8") for s, _ in pairs]
     references = [t.decode("utf-8") for _, t in pairs]
 
     def score_fn():
-        hypotheses, _ = translate(model, source_tokenizer, target_tokenizer, sources,
-                                  beam_size=1, batch_size=config.eval_batch_size, verbose=0)
+        hypotheses = translator.translate(sources, beam_size=1,
+                                          batch_size=config.eval_batch_size, verbose=0)
         return {"bleu": corpus_bleu(hypotheses, references).score,
                 "chrf": corpus_chrf(hypotheses, references).score}
 
     return score_fn
 
 
-def _best_checkpoints_callback(config, workdir, corpus, model, source_tokenizer,
-                               target_tokenizer, step_fn, chief, verbose):
+def _best_checkpoints_callback(config, workdir, corpus, translator, step_fn, chief, verbose):
     keep = config.average_checkpoints if config.select_checkpoints == "best" else 1
     return BestCheckpoints(
-        _validation_scorer(config, corpus, model, source_tokenizer, target_tokenizer),
+        _validation_scorer(config, corpus, translator),
         os.path.join(workdir, "checkpoints", "best"), step_fn, monitor="bleu", keep=keep,
         patience=config.early_stopping_patience, verbose=verbose,
         write=chief,  # every worker scores (they agree, and stop alike); the chief writes
@@ -285,6 +284,10 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
         optimizer = build_optimizer(config, model.d_model, precision)
     if verbose:
         model.summary()
+    # The one object that translates (validation BLEU, the final score, the
+    # heatmaps) and is saved (preset/, export/).
+    translator = Translator(model, source_tokenizer, target_tokenizer,
+                            beam_size=config.beam_size, length_penalty=config.length_penalty)
 
     def dataset_fn(input_context, seed_offset):
         return make_batches(
@@ -308,9 +311,8 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
         callbacks.append(TimeBudget(config.time_budget, verbose=verbose))
     best = None
     if config.validation_bleu_sentences and "validation" in corpus.splits:
-        best = _best_checkpoints_callback(config, workdir, corpus, model, source_tokenizer,
-                                          target_tokenizer, lambda: trainer.step.numpy(),
-                                          chief, verbose)
+        best = _best_checkpoints_callback(config, workdir, corpus, translator,
+                                          lambda: trainer.step.numpy(), chief, verbose)
         callbacks.append(best)
     trainer = Trainer(
         model, optimizer, strategy, label_smoothing=config.label_smoothing,
@@ -355,13 +357,11 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
     if eval_split is None:
         print("No validation or test data: BLEU is not computed.")
     else:
-        metrics.update(score(model, source_tokenizer, target_tokenizer, corpus, config, workdir,
-                             split=eval_split, verbose=verbose))
+        metrics.update(score(translator, corpus, config, workdir, split=eval_split,
+                             verbose=verbose))
         print(f"\nBLEU on {eval_split}: {metrics['bleu']:.2f}  ({metrics['sacrebleu_signature']})"
               f"\nchrF on {eval_split}: {metrics['chrf']:.2f}  ({metrics['chrf_signature']})")
-    translator = Translator(model, source_tokenizer, target_tokenizer,
-                            beam_size=config.beam_size, length_penalty=config.length_penalty,
-                            metadata=preset_metadata(config, metrics))
+    translator.metadata = preset_metadata(config, metrics)
     metrics["preset"] = translator.save_to_preset(os.path.join(workdir, "preset"),
                                                   overwrite=True)
     export_path = translator.export(os.path.join(workdir, "export"))
@@ -369,10 +369,8 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
     if eval_split is not None and config.attention_plots:
         sentences = [s.decode("utf-8") for s, _ in
                      corpus.load(eval_split).take(config.attention_plots).as_numpy_iterator()]
-        plots = visualize(model, source_tokenizer, target_tokenizer, sentences,
-                          os.path.join(workdir, "attention"),
-                          layers=[model.num_decoder_layers],
-                          beam_size=config.beam_size, length_penalty=config.length_penalty)
+        plots = visualize(translator, sentences, os.path.join(workdir, "attention"),
+                          layers=[model.num_decoder_layers])
         metrics["attention_plots"] = len(plots)
     _write_json(os.path.join(workdir, "metrics.json"), metrics)
     print(f"SavedModel for TF Serving: {export_path}")
@@ -386,10 +384,11 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
     return metrics
 
 
-def score(model, source_tokenizer, target_tokenizer, corpus, config, workdir, split=None,
-          sources=None, references=None, output_prefix=None, verbose=1):
-    """Translates a split (or given sentences), writes the hypotheses and
-    returns BLEU with its signature."""
+def score(translator, corpus, config, workdir, split=None, sources=None, references=None,
+          output_prefix=None, verbose=1):
+    """Translates a split (or given sentences) with the `translator`'s
+    decoding settings, writes the hypotheses and returns BLEU with its
+    signature."""
     split = split or config.eval_split
     if sources is None:
         pairs = list(corpus.load(split).as_numpy_iterator())
@@ -398,11 +397,11 @@ def score(model, source_tokenizer, target_tokenizer, corpus, config, workdir, sp
     if config.max_eval_sentences:
         sources = sources[: config.max_eval_sentences]
         references = references[: config.max_eval_sentences]
-    print(f"Translating {len(sources)} sentences (beam size {config.beam_size}) ...", flush=True)
+    print(f"Translating {len(sources)} sentences (beam size {translator.beam_size}) ...",
+          flush=True)
     start = time.perf_counter()
-    hypotheses, _ = translate(model, source_tokenizer, target_tokenizer, sources,
-                              beam_size=config.beam_size, length_penalty=config.length_penalty,
-                              batch_size=config.eval_batch_size, verbose=verbose)
+    hypotheses = translator.translate(sources, batch_size=config.eval_batch_size,
+                                      verbose=verbose)
     seconds = time.perf_counter() - start
     prefix = output_prefix or os.path.join(workdir, f"hypotheses.{split}")
     with open(prefix + ".txt", "w", encoding="utf-8") as f:
@@ -463,15 +462,18 @@ def load_run(workdir, checkpoint=None):
     return config, translator.source_tokenizer, translator.target_tokenizer, translator.model
 
 
-def load_model_and_tokenizers(workdir=None, model_path=None, vocab_dir=None):
-    """A run directory's final model and tokenizers, or a `.keras` file and a vocab folder."""
+def translator_from_files(workdir=None, model_path=None, vocab_dir=None, **settings):
+    """The `Translator` of a run directory (`Translator.from_preset`), or of
+    a `.keras` file and a vocab folder; `settings` override its decoding
+    settings (None values are ignored)."""
+    settings = {k: v for k, v in settings.items() if v is not None}
     if workdir is not None:
-        translator = Translator.from_preset(workdir)
-        return translator.model, translator.source_tokenizer, translator.target_tokenizer
+        return Translator.from_preset(workdir, **settings)
     if not os.path.isfile(model_path):
         raise FileNotFoundError(f"Model file {model_path!r} does not exist.")
     source_tokenizer, target_tokenizer = load_tokenizers(vocab_dir)
-    return keras.saving.load_model(model_path), source_tokenizer, target_tokenizer
+    return Translator(keras.saving.load_model(model_path), source_tokenizer, target_tokenizer,
+                      **settings)
 
 
 def heatmap_prefix(sentence, output_dir):
@@ -488,16 +490,36 @@ def heatmap_prefix(sentence, output_dir):
     return prefix
 
 
-def visualize(model, source_tokenizer, target_tokenizer, sentences, output_dir, target=None,
-              layers=None, beam_size=4, length_penalty=0.6):
-    """Attention heatmaps (PNG) for each sentence, named after the sentence
-    (`heatmap_prefix`), never overwriting files. Returns the paths written."""
+def visualize(translator, sentences, output_dir, target=None, layers=None):
+    """Attention heatmaps (PNG) for each sentence, translated with the
+    `translator`'s settings (or teacher-forced on `target`), named after the
+    sentence (`heatmap_prefix`), never overwriting files. Returns the paths
+    written."""
     paths = []
     for sentence in sentences:
-        maps = attention_maps(model, source_tokenizer, target_tokenizer, sentence, target,
-                              beam_size=beam_size, length_penalty=length_penalty)
+        maps = attention_maps(translator.model, translator.source_tokenizer,
+                              translator.target_tokenizer, sentence, target,
+                              beam_size=translator.beam_size,
+                              length_penalty=translator.length_penalty)
         paths += save_attention_heatmaps(maps, output_dir, layers=layers,
                                          prefix=heatmap_prefix(sentence, output_dir))
+    return paths
+
+
+def write_html(translator, sentences, path, target=None):
+    """The playground's views of each sentence as a self-contained HTML page
+    (`keras_attention.playground.attention_html`): `path` for one sentence,
+    `<stem>_1.html`, `<stem>_2.html`, ... for several. Returns the paths."""
+    from keras_attention.playground import attention_html
+
+    stem, ext = os.path.splitext(path)
+    paths = [path] if len(sentences) == 1 else [
+        f"{stem}_{i}{ext or '.html'}" for i in range(1, len(sentences) + 1)]
+    pages = [attention_html(translator, s, target=target) for s in sentences]  # all, then write
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    for page_path, page in zip(paths, pages):
+        atomic_write_text(page_path, page)
     return paths
 
 
@@ -506,10 +528,11 @@ def evaluate_run(workdir, checkpoint=None, split=None, source_file=None, referen
     """Scores a run directory (or one of its checkpoints) on a split or on
     given files; writes `<output_dir>/hypotheses.<name>.txt` and
     `<output_dir>/scores.<name>.json`. Returns the scores."""
-    config, source_tokenizer, target_tokenizer, model = load_run(workdir, checkpoint)
+    config, translator = load_translator(workdir, checkpoint)
     overrides = {k: v for k, v in (("beam_size", beam_size), ("length_penalty", length_penalty))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
+    translator = translator.with_settings(**overrides)
     output_dir = output_dir or workdir
     sources = references = corpus = None
     if source_file is not None:
@@ -525,8 +548,8 @@ def evaluate_run(workdir, checkpoint=None, split=None, source_file=None, referen
         split = split or config.eval_split
         name = split
     os.makedirs(output_dir, exist_ok=True)
-    result = score(model, source_tokenizer, target_tokenizer, corpus, config, workdir,
-                   split=split, sources=sources, references=references,
+    result = score(translator, corpus, config, workdir, split=split, sources=sources,
+                   references=references,
                    output_prefix=os.path.join(output_dir, f"hypotheses.{name}"), verbose=verbose)
     result["checkpoint"] = checkpoint or "model.keras"
     scores_path = os.path.join(output_dir, f"scores.{name}.json")

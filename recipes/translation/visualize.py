@@ -40,8 +40,13 @@ def main(argv=None):
                         "files are named after the sentence and never overwritten")
     parser.add_argument("--layers", type=int, nargs="+",
                         help="layers to draw per head, 1-based (default: all)")
-    parser.add_argument("--beam-size", type=positive_int, default=4,
-                        help="beam size (default: 4)")
+    parser.add_argument("--beam-size", type=positive_int,
+                        help="beam size (default: the run's, or 4 with --model)")
+    parser.add_argument("--html", metavar="FILE",
+                        help="also write one self-contained HTML page per sentence (the "
+                        "playground's views: head view, model view, how each weight was "
+                        "computed; opens offline); FILE for one sentence, FILE's stem "
+                        "numbered for several")
     args = parser.parse_args(argv)
     if args.model and not args.vocab:
         parser.error("--model needs --vocab")
@@ -53,19 +58,23 @@ def main(argv=None):
     from recipes._startup import import_tensorflow
 
     import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
-    from recipes.translation.train_lib import load_model_and_tokenizers, visualize
+    from recipes.translation.train_lib import translator_from_files, visualize, write_html
 
     try:
-        model, source_tokenizer, target_tokenizer = load_model_and_tokenizers(
-            args.workdir, args.model, args.vocab)
+        translator = translator_from_files(args.workdir, args.model, args.vocab,
+                                           beam_size=args.beam_size)
         output_dir = args.output_dir or os.path.join(args.workdir, "attention")
-        paths = visualize(model, source_tokenizer, target_tokenizer, args.sentence, output_dir,
-                          target=args.target, layers=args.layers, beam_size=args.beam_size)
+        paths = visualize(translator, args.sentence, output_dir, target=args.target,
+                          layers=args.layers)
+        pages = write_html(translator, args.sentence, args.html, target=args.target) \
+            if args.html else []
     except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e}\n")
     print(f"Wrote {len(paths)} attention heatmaps to {output_dir}:")
     for path in paths:
         print(path)
+    for path in pages:
+        print(f"Wrote {path} (open it in a browser)")
 
 
 if __name__ == "__main__":

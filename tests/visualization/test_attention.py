@@ -1,3 +1,4 @@
+import json
 import os
 import subprocess
 import sys
@@ -6,6 +7,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 
+from keras_attention import Translator
 from keras_attention.visualization import attention_maps, save_attention_heatmaps
 from recipes.translation.train_lib import load_run
 
@@ -97,11 +99,17 @@ def test_visualize_command(run, tmp_path):
     result = subprocess.run(
         [sys.executable, VISUALIZE, "--workdir", str(workdir), "--sentence", "I left.",
          "--sentence", "The red book.", "--output-dir", str(tmp_path / "a"), "--layers", "1",
-         "--beam-size", "2"],
+         "--beam-size", "2", "--html", str(tmp_path / "pages" / "views.html")],
         capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     assert len(os.listdir(tmp_path / "a")) == 2 * 4
     assert f"Wrote 8 attention heatmaps to {tmp_path / 'a'}" in result.stdout
+    # --html: one self-contained page per sentence, its data the sentence's.
+    assert sorted(os.listdir(tmp_path / "pages")) == ["views_1.html", "views_2.html"]
+    assert f"Wrote {tmp_path / 'pages' / 'views_2.html'}" in result.stdout
+    page = (tmp_path / "pages" / "views_2.html").read_text(encoding="utf-8")
+    data = page.split('id="playground-data">')[1].split("</script>")[0]
+    assert json.loads(data)["source"] == "The red book." and json.loads(data)["beam_size"] == 2
     result = subprocess.run(
         [sys.executable, VISUALIZE, "--model", str(workdir / "model.keras"), "--vocab",
          str(workdir / "vocab"), "--sentence", "I left.", "--target", "Salí.",
@@ -121,13 +129,12 @@ def test_heatmaps_are_named_after_the_sentence_and_never_overwritten(run, tmp_pa
     from recipes.translation.train_lib import visualize
 
     _, source, target, model = run
-    first = visualize(model, source, target, ["I left.", "The red book!"], str(tmp_path),
-                      layers=[1], beam_size=2)
+    translator = Translator(model, source, target, beam_size=2)
+    first = visualize(translator, ["I left.", "The red book!"], str(tmp_path), layers=[1])
     assert sorted(os.path.basename(p) for p in first if p.endswith("cross_attention.png")) == [
         "i_left_cross_attention.png", "the_red_book_cross_attention.png"]
     before = {p: os.stat(p).st_mtime_ns for p in first}
-    again = visualize(model, source, target, ["I left.", "I left."], str(tmp_path), layers=[1],
-                      beam_size=2)
+    again = visualize(translator, ["I left.", "I left."], str(tmp_path), layers=[1])
     assert [os.path.basename(p) for p in again if p.endswith("cross_attention.png")] == [
         "i_left_2_cross_attention.png", "i_left_3_cross_attention.png"]
     assert {p: os.stat(p).st_mtime_ns for p in first} == before  # nothing overwritten
