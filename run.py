@@ -12,6 +12,9 @@ and `lint`); later runs reuse it, and reinstall only when `setup.cfg` or
                                     backend, then the backend-agnostic tests on
                                     JAX (ARGS go to pytest)
     python3 run.py lint [ARGS...]   `ruff check .` (ARGS go to ruff)
+    python3 run.py playground [ARGS...]
+                                    the attention playground web page for a trained
+                                    run (default --workdir runs/translation)
 """
 
 import hashlib
@@ -25,6 +28,7 @@ VENV = Path(os.environ.get("KERAS_ATTENTION_VENV", ROOT / ".venv"))
 STAMP = VENV / ".keras_attention_installed"
 # The main job: train on the bundled corpus, score with sacreBLEU (recipes/translation).
 MAIN = [str(ROOT / "recipes" / "translation" / "train.py")]
+PLAYGROUND = [str(ROOT / "recipes" / "translation" / "playground.py")]
 # Backend-agnostic parts of the package (keras.ops only), also tested on JAX.
 JAX_TESTS = ["tests/layers", "tests/models", "tests/decoding"]
 
@@ -86,7 +90,7 @@ def run_lint(args):
 
 
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("main", "test", "lint"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("main", "test", "lint", "playground"):
         print(__doc__)
         return 0 if len(sys.argv) > 1 and sys.argv[1] in ("-h", "--help") else 2
     command, args = sys.argv[1], sys.argv[2:]
@@ -95,6 +99,11 @@ def main():
         return run_tests(args)
     if command == "lint":
         return run_lint(args)
+    if command == "playground":
+        if not any(a == "--workdir" or a.startswith("--workdir=") or a in ("-h", "--help")
+                   for a in args):
+            args = ["--workdir", str(ROOT / "runs" / "translation"), *args]
+        return _run([_python(), *PLAYGROUND, *args], env=_env())
     return _run([_python(), *MAIN, *args], env=_env())
 
 

@@ -21,6 +21,9 @@ import sys
 import tempfile
 
 _NO_GPU_NOISE = ("failed call to cuInit", "Could not find cuda drivers on your machine")
+# Logged as an error the first time an int64 op runs on a CPU without the
+# AVX-512 flavour oneDNN wants; it then uses TensorFlow's own kernel, as it says.
+_FALLBACK_NOISE = ("oneDNN supports DT_INT64 only on platforms with AVX-512",)
 _ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is called"
 _ABSL_LINE = re.compile(r"^([IWEF])\d{4} ")
 _SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
@@ -38,6 +41,8 @@ def nvidia_driver_present():
 
 def _hidden(line, min_level, gpu):
     if not gpu and any(text in line for text in _NO_GPU_NOISE):
+        return True
+    if any(text in line for text in _FALLBACK_NOISE):
         return True
     if line.startswith(_ABSL_PREAMBLE):
         return min_level >= 1
@@ -80,3 +85,15 @@ def import_tensorflow():
 
         tf.config.list_physical_devices()  # where the CUDA plugin calls cuInit
     return tf
+
+
+@contextlib.contextmanager
+def quiet_first_run():
+    """Hides the start-up lines (above) that TensorFlow logs the first time
+    it runs a model (`_FALLBACK_NOISE`); everything else comes through."""
+    try:
+        min_level = int(os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    except ValueError:
+        min_level = 0
+    with _filtered_stderr(min_level, nvidia_driver_present()):
+        yield

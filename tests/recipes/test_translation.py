@@ -210,6 +210,10 @@ def test_startup_filter_hides_only_the_known_noise():
     info = "I0000 00:00:1.0   1 port.cc:153] oneDNN custom operations are on.\n"
     assert _hidden(info, 2, gpu=True) and not _hidden(info, 0, gpu=True)
     assert not _hidden("W0000 00:00:1.0   1 x.cc:1] careful\n", 1, gpu=True)
+    fallback = ("E0000 00:00:1796043729.069313    2493 util.cc:131] oneDNN supports DT_INT64 "
+                "only on platforms with AVX-512. Falling back to the default Eigen-based "
+                "implementation if present.\n")
+    assert _hidden(fallback, 0, gpu=True)
 
 
 def test_export_command_refuses_beam_size_0(tiny_run):

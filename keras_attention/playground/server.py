@@ -1,0 +1,252 @@
+"""The playground's local web server: the page, its assets and the JSON API.
+
+Standard library only (`http.server`): `GET /` (the page), `GET /static/<file>`
+(its CSS and JavaScript, from this package's `static/` folder and nothing
+else), `GET /api/info` and `POST /api/translate` (see `analysis.analyze`).
+Bad requests get a 4xx answer `{"error": "..."}` that names the problem; the
+server keeps serving. Requests are handled in threads; the model runs one
+request at a time (each already uses every CPU core).
+"""
+
+import http.server
+import json
+import os
+import sys
+import threading
+import time
+
+from keras_attention.playground.analysis import (
+    MAX_BEAM_SIZE,
+    MAX_TEXT_LENGTH,
+    analyze,
+    model_info,
+)
+
+STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+MAX_BODY_BYTES = 64 * 1024
+EXAMPLE = "The red book is on the table."
+_CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
+                  ".js": "text/javascript; charset=utf-8", ".png": "image/png",
+                  ".svg": "image/svg+xml", ".ico": "image/x-icon"}
+_FIELDS = {"text", "beam_size", "target"}
+
+
+class RequestError(Exception):
+    """An HTTP error answer: `status` and a message for `{"error": ...}`."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+class PlaygroundServer:
+    """Serves the playground page for `translator` on `host`:`port`.
+
+    Args:
+        translator: a `keras_attention.Translator`.
+        host: the address to bind; loopback by default (the page is for
+            this machine; bind "0.0.0.0" only on a trusted network).
+        port: the TCP port; 0 picks a free one (see `url`).
+        example: the sentence the page starts with.
+        log: a function given one line per API request (None: quiet).
+
+    Example:
+
+    >>> server = PlaygroundServer(Translator.from_preset("runs/translation"))
+    >>> server.start()              # in a background thread
+    >>> server.url
+    'http://127.0.0.1:41235/'
+    >>> server.shutdown()
+    """
+
+    def __init__(self, translator, host="127.0.0.1", port=8000, example=EXAMPLE, log=None):
+        self.translator = translator
+        self.info = {"model": model_info(translator.model), "beam_size": translator.beam_size,
+                     "max_beam_size": MAX_BEAM_SIZE, "max_text_length": MAX_TEXT_LENGTH,
+                     "example": example}
+        self.log = log
+        self._model_lock = threading.Lock()
+        # The files the server may send: a fixed list, so no request path
+        # can name another file.
+        self._assets = {name: os.path.join(STATIC_DIR, name) for name in os.listdir(STATIC_DIR)
+                        if os.path.isfile(os.path.join(STATIC_DIR, name))}
+        self._httpd = _HTTPServer((host, port), _handler(self))
+        self._thread = None
+
+    @property
+    def url(self):
+        host, port = self._httpd.server_address[:2]
+        return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}/"
+
+    def warm_up(self):
+        """Translates the example once, so the first visitor does not wait
+        for the searches to be traced (a few seconds)."""
+        with self._model_lock:
+            analyze(self.translator, self.info["example"])
+
+    def serve_forever(self):
+        """Serves until `shutdown()` (or Ctrl+C in the caller)."""
+        self._httpd.serve_forever()
+
+    def start(self):
+        """Serves in a background thread; returns `self`."""
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
+                                        name="playground-server")
+        self._thread.start()
+        return self
+
+    def shutdown(self):
+        """Stops serving and closes the socket."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join()
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+    # -- what the handler calls ----------------------------------------------
+
+    def asset(self, path):
+        """`(bytes, content type)` of `/` or `/static/<name>`."""
+        if path in ("/", "/index.html"):
+            name = "index.html"
+        elif path.startswith("/static/"):
+            name = path[len("/static/"):]
+        else:
+            raise RequestError(404, f"No page at {path!r}: the playground is at /.")
+        if name not in self._assets:
+            raise RequestError(404, f"No file {path!r}.")
+        with open(self._assets[name], "rb") as f:
+            body = f.read()
+        return body, _CONTENT_TYPES.get(os.path.splitext(name)[1], "application/octet-stream")
+
+    def translate(self, request):
+        """The `/api/translate` answer for a decoded JSON request."""
+        if not isinstance(request, dict):
+            raise RequestError(400, "The request body must be a JSON object such as "
+                               f'{{"text": "{EXAMPLE}", "beam_size": 4}}; received a '
+                               f"{type(request).__name__}.")
+        unknown = sorted(set(request) - _FIELDS)
+        if unknown:
+            raise RequestError(400, f"Unknown field(s) {unknown}; expected {sorted(_FIELDS)}.")
+        if "text" not in request:
+            raise RequestError(400, 'The request has no "text": the sentence to translate.')
+        try:
+            with self._model_lock:
+                return analyze(self.translator, request["text"], request.get("beam_size"),
+                               request.get("target"))
+        except (TypeError, ValueError) as e:
+            raise RequestError(400, str(e)) from None
+
+
+class _HTTPServer(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A browser closing a connection early is not worth a traceback.
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
+def _handler(playground):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        server_version = "keras_attention-playground"
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            path = self.path.split("?", 1)[0]
+            try:
+                if path == "/api/info":
+                    self._send_json(200, playground.info)
+                elif path.startswith("/api/"):
+                    raise RequestError(404, f"No API endpoint {path!r}; there are GET /api/info "
+                                       "and POST /api/translate.")
+                else:
+                    body, content_type = playground.asset(path)
+                    self._send(200, body, content_type)
+            except RequestError as e:
+                self._send_json(e.status, {"error": str(e)})
+
+        def do_POST(self):  # noqa: N802
+            start = time.perf_counter()
+            path = self.path.split("?", 1)[0]
+            try:
+                if path != "/api/translate":
+                    raise RequestError(404 if path.startswith("/api/") else 405,
+                                       f"POST goes to /api/translate, not {path!r}.")
+                request = self._read_json()
+                answer = playground.translate(request)
+                self._send_json(200, answer)
+                status = 200
+            except RequestError as e:
+                self._send_json(e.status, {"error": str(e)})
+                status = e.status
+            except Exception as e:  # a bug: say so, and keep serving
+                self._send_json(500, {"error": f"Internal error: {type(e).__name__}: {e}"})
+                status = 500
+            if playground.log is not None:
+                playground.log(f"POST {path} {status} "
+                               f"{(time.perf_counter() - start) * 1000:.0f} ms")
+
+        def do_PUT(self):  # noqa: N802
+            self._refuse()
+
+        do_DELETE = do_PATCH = do_PUT  # noqa: N815
+
+        def _refuse(self):
+            self._discard_body()
+            self._send_json(405, {"error": f"{self.command} is not supported: GET the page, "
+                                           "POST /api/translate."})
+
+        def _discard_body(self):
+            length = self.headers.get("Content-Length")
+            if length and length.isdigit() and int(length) <= MAX_BODY_BYTES:
+                self.rfile.read(int(length))
+            else:
+                self.close_connection = True
+
+        def _read_json(self):
+            content_type = self.headers.get("Content-Type", "")
+            if content_type.split(";")[0].strip().lower() != "application/json":
+                self._discard_body()
+                raise RequestError(415, "The request body must be JSON, sent with "
+                                   "Content-Type: application/json; received Content-Type "
+                                   f"{content_type or '(none)'!r}.")
+            length = self.headers.get("Content-Length")
+            if length is None or not length.isdigit():
+                self.close_connection = True
+                raise RequestError(411, "The request needs a Content-Length header.")
+            if int(length) > MAX_BODY_BYTES:
+                self.close_connection = True  # its body is not read
+                raise RequestError(413, f"The request body has {length} bytes; at most "
+                                   f"{MAX_BODY_BYTES} are accepted.")
+            body = self.rfile.read(int(length))
+            try:
+                return json.loads(body.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                raise RequestError(400, f"The request body is not valid JSON: {e}.") from None
+
+        def _send_json(self, status, value):
+            self._send(status, json.dumps(value, ensure_ascii=False).encode("utf-8"),
+                       "application/json; charset=utf-8")
+
+        def _send(self, status, body, content_type):
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Cache-Control", "no-store")
+            self.send_header("X-Content-Type-Options", "nosniff")
+            if self.close_connection:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
+            pass  # one line per API request goes to `playground.log` instead
+
+    return Handler

@@ -1,0 +1,1101 @@
+/* keras_attention playground: the page that shows a Transformer's attention.
+ *
+ * Plain JavaScript, no framework and nothing fetched from the network. The page talks to the
+ * playground server's JSON API (GET api/info, POST api/translate; see the playground docs), or,
+ * in a static export, renders the response embedded in <script id="playground-data">.
+ *
+ * Shape legend (as in the API): L layers, N heads, Q query tokens, K key tokens,
+ * H key size (d_k), Hv value size. weights[l][h][i][j] is query i's weight for key j.
+ *
+ * Every piece of text from the data reaches the DOM through textContent or setAttribute, never
+ * through innerHTML, so tokens such as "<b>" or "&amp;" are shown as they are.
+ */
+(function () {
+  "use strict";
+
+  var KIND_LABELS = {
+    encoder_self: "Encoder self-attention",
+    decoder_self: "Decoder self-attention (causal)",
+    cross: "Cross-attention (target → source)",
+  };
+  var KIND_COLUMNS = {
+    encoder_self: ["source (queries)", "source (keys)"],
+    decoder_self: ["target input (queries)", "target input (keys)"],
+    cross: ["target input (queries)", "source (keys)"],
+  };
+  // d3's category10: distinct on white, readable at low opacity.
+  var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                 "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  var AVERAGE_COLOR = "#1b2a41";
+  var MIN_LINE_WEIGHT = 0.002;  // lines lighter than this are invisible anyway
+  var SVG_NS = "http://www.w3.org/2000/svg";
+  var SANDBOX_DEFAULTS = [2.0, 1.0, 0.5, 0.0, -1.0];
+
+  var state = {
+    data: null,          // the API response shown
+    info: null,          // GET api/info
+    staticMode: false,
+    kind: "cross",
+    layer: 0,
+    heads: [],           // head indices shown in the head view
+    average: false,      // show the mean of all heads instead
+    query: 0,            // the query of the computation view
+    compHead: 0,         // the head of the computation view
+    key: null,           // a key highlighted in the computation table
+    requestId: 0,
+    headLines: null,     // {byQuery: [[line]], byKey: [[line]]} of the drawn head view
+  };
+
+  // -- small DOM helpers (text always via textContent / setAttribute) ------------------------
+
+  function $(id) { return document.getElementById(id); }
+
+  function setAttrs(node, attrs) {
+    if (!attrs) return node;
+    Object.keys(attrs).forEach(function (name) {
+      var value = attrs[name];
+      if (value === null || value === undefined || value === false) return;
+      if (name === "text") node.textContent = String(value);
+      else if (name.slice(0, 2) === "on" && typeof value === "function") {
+        node.addEventListener(name.slice(2), value);
+      } else node.setAttribute(name, value === true ? "" : String(value));
+    });
+    return node;
+  }
+
+  function appendAll(node, children) {
+    children.forEach(function (child) {
+      if (child === null || child === undefined || child === false) return;
+      if (Array.isArray(child)) appendAll(node, child);
+      else if (typeof child === "string" || typeof child === "number") {
+        node.appendChild(document.createTextNode(String(child)));
+      } else node.appendChild(child);
+    });
+    return node;
+  }
+
+  function h(tag, attrs) {
+    var node = setAttrs(document.createElement(tag), attrs);
+    return appendAll(node, Array.prototype.slice.call(arguments, 2));
+  }
+
+  function svg(tag, attrs) {
+    var node = setAttrs(document.createElementNS(SVG_NS, tag), attrs);
+    return appendAll(node, Array.prototype.slice.call(arguments, 2));
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+    return node;
+  }
+
+  // -- numbers and colors --------------------------------------------------------------------
+
+  function isNum(x) { return typeof x === "number" && isFinite(x); }
+
+  function minus(text) { return text.replace(/^-/, "−"); }
+
+  function fixed(x, digits) {
+    if (x === -Infinity) return "−∞";
+    if (!isNum(x)) return "–";
+    return minus(x.toFixed(digits));
+  }
+
+  function sig(x, digits) {
+    if (!isNum(x)) return "–";
+    return minus(Number(x.toPrecision(digits)).toString());
+  }
+
+  function sci(x) {
+    if (!isNum(x)) return "–";
+    if (x === 0) return "0";
+    return minus(x.toExponential(1)).replace("e-", "e−").replace("e+", "e");
+  }
+
+  function percent(p) { return isNum(p) ? (100 * p).toFixed(1) + "%" : "–"; }
+
+  function headColor(head) {
+    if (head < PALETTE.length) return PALETTE[head];
+    return "hsl(" + Math.round((head * 137.508) % 360) + ", 65%, 45%)";
+  }
+
+  function mix(a, b, t) {
+    return [0, 1, 2].map(function (i) { return Math.round(a[i] + (b[i] - a[i]) * t); });
+  }
+
+  var BLUES = [[247, 251, 255], [107, 174, 214], [8, 48, 107]];
+
+  function sequentialRgb(t) {  // t in [0, 1] -> white .. dark blue
+    t = Math.max(0, Math.min(1, isNum(t) ? t : 0));
+    return t < 0.5 ? mix(BLUES[0], BLUES[1], t * 2) : mix(BLUES[1], BLUES[2], t * 2 - 1);
+  }
+
+  function divergingColor(x, maxAbs) {  // blue (negative) .. white .. red (positive)
+    var t = maxAbs > 0 && isNum(x) ? Math.max(-1, Math.min(1, x / maxAbs)) : 0;
+    var rgb = t < 0 ? mix([247, 247, 247], [33, 102, 172], -t) : mix([247, 247, 247], [178, 24, 43], t);
+    return "rgb(" + rgb.join(",") + ")";
+  }
+
+  function maxAbs(vectors) {
+    var m = 0;
+    vectors.forEach(function (v) {
+      (v || []).forEach(function (x) { if (isNum(x) && Math.abs(x) > m) m = Math.abs(x); });
+    });
+    return m;
+  }
+
+  function isSpecial(token) { return /^\[[A-Z]+\]$/.test(String(token)); }
+
+  // -- the data ------------------------------------------------------------------------------
+
+  function attention(kind) {
+    var data = state.data;
+    var A = data && data.attention && data.attention[kind];
+    if (!A || !Array.isArray(A.weights) || !A.weights.length || !Array.isArray(A.weights[0])) {
+      return null;
+    }
+    return A;
+  }
+
+  function numLayers(A) { return A.weights.length; }
+  function numHeads(A) { return A.weights[0].length; }
+  function queryTokens(A) { return Array.isArray(A.query_tokens) ? A.query_tokens : []; }
+  function keyTokens(A) { return Array.isArray(A.key_tokens) ? A.key_tokens : []; }
+
+  function matrix(A, layer, head) {  // [Q][K] weights of one head
+    var m = A.weights[layer] && A.weights[layer][head];
+    return Array.isArray(m) ? m : [];
+  }
+
+  function averageMatrix(A, layer) {
+    var heads = A.weights[layer] || [];
+    var Q = queryTokens(A).length, K = keyTokens(A).length;
+    var out = [];
+    for (var i = 0; i < Q; i++) {
+      var row = [];
+      for (var j = 0; j < K; j++) {
+        var sum = 0;
+        for (var n = 0; n < heads.length; n++) sum += (heads[n][i] || [])[j] || 0;
+        row.push(heads.length ? sum / heads.length : 0);
+      }
+      out.push(row);
+    }
+    return out;
+  }
+
+  function shownSeries(A) {  // [{head, color, matrix}] drawn in the head view
+    if (state.average) {
+      return [{ head: "average", color: AVERAGE_COLOR, matrix: averageMatrix(A, state.layer) }];
+    }
+    return state.heads.map(function (head) {
+      return { head: head, color: headColor(head), matrix: matrix(A, state.layer, head) };
+    });
+  }
+
+  function clampState() {
+    var A = attention(state.kind);
+    if (!A) return;
+    var L = numLayers(A), N = numHeads(A), Q = queryTokens(A).length;
+    state.layer = Math.max(0, Math.min(state.layer, L - 1));
+    state.heads = state.heads.filter(function (x) { return x < N; });
+    state.compHead = Math.max(0, Math.min(state.compHead, N - 1));
+    state.query = Math.max(0, Math.min(state.query, Math.max(0, Q - 1)));
+    if (state.key !== null && state.key >= keyTokens(A).length) state.key = null;
+  }
+
+  // -- status line ---------------------------------------------------------------------------
+
+  function setStatus(text, kind) {
+    var node = $("status");
+    node.textContent = text;
+    node.className = "status" + (kind ? " " + kind : "");
+  }
+
+  // -- header and translations ---------------------------------------------------------------
+
+  function renderModelSummary(model) {
+    var node = $("model-summary");
+    if (!model || typeof model !== "object") {
+      node.textContent = "";
+      return;
+    }
+    var parts = [];
+    if (model.name) parts.push(String(model.name));
+    if (isNum(model.num_encoder_layers)) parts.push(model.num_encoder_layers + " encoder layers");
+    if (isNum(model.num_decoder_layers)) parts.push(model.num_decoder_layers + " decoder layers");
+    if (isNum(model.num_heads)) parts.push(model.num_heads + " heads");
+    if (isNum(model.d_model)) parts.push("d_model " + model.d_model);
+    if (isNum(model.key_dim)) parts.push("d_k " + model.key_dim);
+    if (isNum(model.value_dim)) parts.push("d_v " + model.value_dim);
+    if (isNum(model.max_length)) parts.push("max length " + model.max_length);
+    node.textContent = parts.join(" · ");
+  }
+
+  function renderTranslations(data) {
+    var root = clear($("translations"));
+    root.setAttribute("data-source", String(data.source === undefined ? "" : data.source));
+    root.setAttribute("data-mode", String(data.mode || ""));
+    var list = Array.isArray(data.translations) ? data.translations : [];
+    if (!list.length) {
+      root.appendChild(h("p", { class: "placeholder", text: "The model returned no translation." }));
+      return;
+    }
+    if (data.mode === "forced") {
+      root.appendChild(h("p", {
+        class: "mode-note",
+        text: "Your own translation, scored by the model (teacher-forced): the probabilities below " +
+              "are what the model gave each of your tokens.",
+      }));
+    } else {
+      root.appendChild(h("p", {
+        class: "mode-note",
+        text: "Beam search with beam size " + (data.beam_size === undefined ? "?" : data.beam_size) +
+              ": the n-best list, best first. Score = log P(Y|X) / ((5 + |Y|) / 6)^α.",
+      }));
+    }
+    var ol = h("ol");
+    list.forEach(function (item, rank) {
+      item = item || {};
+      ol.appendChild(h("li", { "data-rank": rank },
+        h("span", { class: "rank", text: rank + 1 + "." }),
+        h("span", { class: "hyp-text", text: item.text === undefined ? "" : String(item.text) }),
+        h("span", { class: "score", title: "log-probability with the GNMT length penalty",
+                    text: "score " + fixed(item.score, 3) })));
+    });
+    root.appendChild(ol);
+  }
+
+  function probabilityColor(p) {  // red (unlikely) .. amber .. green (likely)
+    var t = Math.max(0, Math.min(1, isNum(p) ? p : 0));
+    var rgb = t < 0.5 ? mix([211, 58, 58], [230, 160, 30], t * 2) : mix([230, 160, 30], [46, 139, 87], t * 2 - 1);
+    return "rgb(" + rgb.join(",") + ")";
+  }
+
+  function renderTokens(data) {
+    var source = clear($("source-tokens"));
+    (Array.isArray(data.source_tokens) ? data.source_tokens : []).forEach(function (token, i) {
+      source.appendChild(h("span", {
+        class: "token" + (isSpecial(token) ? " special" : ""), "data-index": i,
+        title: "source token " + i, text: String(token),
+      }));
+    });
+    var target = clear($("target-tokens"));
+    var tokens = Array.isArray(data.target_tokens) ? data.target_tokens : [];
+    var inputs = Array.isArray(data.target_input_tokens) ? data.target_input_tokens : [];
+    var probs = Array.isArray(data.token_probabilities) ? data.token_probabilities : [];
+    tokens.forEach(function (token, t) {
+      var p = probs[t];
+      var title = "P(" + token + " | " + (inputs.length ? "the tokens before" : "context") +
+                  ", source) = " + percent(p);
+      var chip = h("span", {
+        class: "token target-token" + (isSpecial(token) ? " special" : ""),
+        "data-index": t, "data-probability": isNum(p) ? p : "", title: title,
+      }, h("span", { class: "tok-text", text: String(token) }));
+      if (isNum(p)) {
+        var bar = h("span", { class: "prob-bar" }, h("span", {
+          style: "width:" + (100 * Math.max(0, Math.min(1, p))).toFixed(1) + "%;background:" +
+                 probabilityColor(p),
+        }));
+        chip.appendChild(bar);
+        chip.appendChild(h("span", { class: "prob", text: percent(p) }));
+      }
+      target.appendChild(chip);
+    });
+  }
+
+  // -- head view controls --------------------------------------------------------------------
+
+  function renderControls() {
+    var A = attention(state.kind);
+    $("kind").value = state.kind;
+    var layerSelect = clear($("layer"));
+    var heads = clear($("heads"));
+    if (!A) return;
+    for (var l = 0; l < numLayers(A); l++) {
+      layerSelect.appendChild(h("option", { value: l, text: "Layer " + (l + 1) }));
+    }
+    layerSelect.value = String(state.layer);
+    for (var n = 0; n < numHeads(A); n++) {
+      var checked = !state.average && state.heads.indexOf(n) >= 0;
+      heads.appendChild(h("label", {
+        class: "head-toggle" + (checked ? " checked" : ""), style: "--c:" + headColor(n),
+        title: "Show head " + (n + 1) + " (double-click: only this head)",
+        ondblclick: onlyHead.bind(null, n),
+      }, h("input", { type: "checkbox", "data-head": n, checked: checked, onchange: onHeadToggle }),
+         h("span", { class: "swatch" }), "Head " + (n + 1)));
+    }
+    heads.appendChild(h("label", {
+      class: "head-toggle" + (state.average ? " checked" : ""), style: "--c:" + AVERAGE_COLOR,
+      title: "The mean of all heads' weights",
+    }, h("input", { type: "checkbox", "data-head": "average", checked: state.average,
+                    onchange: onHeadToggle }),
+       h("span", { class: "swatch" }), "Average"));
+  }
+
+  function onHeadToggle(event) {
+    var input = event.target;
+    var head = input.getAttribute("data-head");
+    if (head === "average") {
+      state.average = input.checked;
+      if (!state.average && !state.heads.length) state.heads = [state.compHead];
+    } else {
+      var n = Number(head);
+      if (state.average) {  // leave the average: start from this head
+        state.average = false;
+        state.heads = [n];
+      } else if (input.checked) {
+        if (state.heads.indexOf(n) < 0) state.heads.push(n);
+        state.heads.sort(function (a, b) { return a - b; });
+      } else {
+        state.heads = state.heads.filter(function (x) { return x !== n; });
+      }
+      if (state.heads.length) state.compHead = state.heads[0];
+    }
+    renderViews();
+  }
+
+  function onlyHead(n, event) {
+    if (event) event.preventDefault();
+    state.average = false;
+    state.heads = [n];
+    state.compHead = n;
+    renderViews();
+  }
+
+  function allHeads() {
+    var A = attention(state.kind);
+    if (!A) return;
+    state.average = false;
+    state.heads = [];
+    for (var n = 0; n < numHeads(A); n++) state.heads.push(n);
+    renderViews();
+  }
+
+  // -- head view -----------------------------------------------------------------------------
+
+  var measureContext = null;
+
+  function textWidth(text) {
+    if (!measureContext) {
+      measureContext = document.createElement("canvas").getContext("2d");
+      var family = getComputedStyle($("head-view")).fontFamily || "monospace";
+      measureContext.font = "13px " + family;
+    }
+    return measureContext.measureText(String(text)).width;
+  }
+
+  function shortLabel(token, maxWidth) {
+    var text = String(token);
+    if (textWidth(text) <= maxWidth) return text;
+    while (text.length > 1 && textWidth(text + "…") > maxWidth) text = text.slice(0, -1);
+    return text + "…";
+  }
+
+  function renderHeadView() {
+    var view = clear($("head-view"));
+    view.classList.remove("hovering");
+    state.headLines = null;
+    var A = attention(state.kind);
+    if (!A) {
+      view.setAttribute("viewBox", "0 0 400 40");
+      view.setAttribute("width", 400);
+      view.setAttribute("height", 40);
+      view.appendChild(svg("text", { x: 8, y: 24, class: "empty-message",
+                                     text: "No attention weights to show." }));
+      return;
+    }
+    var qTokens = queryTokens(A), kTokens = keyTokens(A);
+    var Q = qTokens.length, K = kTokens.length;
+    var maxLabel = 190;
+    var leftW = 24 + Math.min(maxLabel, Math.max(40, Math.max.apply(null, [0].concat(qTokens.map(textWidth)))));
+    var rightW = 24 + Math.min(maxLabel, Math.max(40, Math.max.apply(null, [0].concat(kTokens.map(textWidth)))));
+    var columns = KIND_COLUMNS[state.kind] || ["queries", "keys"];
+    leftW = Math.max(leftW, textWidth(columns[0]) * 0.85 + 12);
+    // The lines take the width the card leaves (within reason).
+    var weightW = 52, rowH = 22, top = 34;
+    var room = view.parentNode ? view.parentNode.clientWidth : 0;
+    var gap = room ? Math.max(160, Math.min(380, room - leftW - rightW - weightW - 4)) : 230;
+    var x1 = leftW, x2 = leftW + gap;
+    var width = Math.ceil(leftW + gap + rightW + weightW);
+    var height = Math.ceil(top + Math.max(Q, K, 1) * rowH + 8);
+    view.setAttribute("viewBox", "0 0 " + width + " " + height);
+    view.setAttribute("width", width);
+    view.setAttribute("height", height);
+    view.setAttribute("data-kind", state.kind);
+    view.setAttribute("data-layer", state.layer);
+    view.setAttribute("data-heads", state.average ? "average" : state.heads.join(","));
+
+    view.appendChild(svg("text", { x: x1 - 8, y: 16, "text-anchor": "end", class: "column-title",
+                                   text: columns[0] }));
+    view.appendChild(svg("text", { x: x2 + 8, y: 16, class: "column-title", text: columns[1] }));
+    if (!Q || !K) {
+      view.appendChild(svg("text", { x: 8, y: top + 14, class: "empty-message",
+                                     text: "This sentence has no tokens here." }));
+      return;
+    }
+
+    function rowY(index) { return top + index * rowH + rowH / 2; }
+
+    var series = shownSeries(A);
+    var byQuery = qTokens.map(function () { return []; });
+    var byKey = kTokens.map(function () { return []; });
+    var lines = svg("g", { class: "lines" });
+    series.forEach(function (s) {
+      for (var i = 0; i < Q; i++) {
+        var row = s.matrix[i] || [];
+        for (var j = 0; j < K; j++) {
+          var w = row[j];
+          if (!isNum(w) || w < MIN_LINE_WEIGHT) continue;
+          var line = svg("line", {
+            x1: x1, y1: rowY(i), x2: x2, y2: rowY(j), stroke: s.color,
+            "stroke-opacity": Math.min(1, w).toFixed(4), "data-q": i, "data-k": j,
+            "data-head": s.head,
+          });
+          lines.appendChild(line);
+          byQuery[i].push(line);
+          byKey[j].push(line);
+        }
+      }
+    });
+    view.appendChild(lines);
+    state.headLines = { byQuery: byQuery, byKey: byKey, series: series };
+
+    var queryTargets = state.kind === "encoder_self" ? null : state.data.target_tokens;
+    qTokens.forEach(function (token, i) {
+      var title = "query " + i + ": " + token;
+      if (Array.isArray(queryTargets) && queryTargets[i] !== undefined) {
+        title += " (reads " + token + ", predicts " + queryTargets[i] + ")";
+      }
+      var g = svg("g", {
+        class: "token query" + (isSpecial(token) ? " special" : "") +
+               (i === state.query ? " selected" : ""),
+        "data-side": "query", "data-index": i,
+      }, svg("title", { text: title + " — click to see how its weights were computed" }),
+         svg("rect", { class: "tok-bg", x: 4, y: rowY(i) - rowH / 2 + 2, width: leftW - 12,
+                       height: rowH - 4, rx: 3 }),
+         svg("text", { class: "token-label", x: x1 - 10, y: rowY(i), "text-anchor": "end",
+                       text: shortLabel(token, maxLabel) }));
+      listen(g, highlight.bind(null, "query", i), selectQuery.bind(null, i));
+      view.appendChild(g);
+    });
+    kTokens.forEach(function (token, j) {
+      var g = svg("g", {
+        class: "token key" + (isSpecial(token) ? " special" : ""), "data-side": "key", "data-index": j,
+      }, svg("title", { text: "key " + j + ": " + token }),
+         svg("rect", { class: "tok-bg", x: x2 + 4, y: rowY(j) - rowH / 2 + 2, width: rightW - 8,
+                       height: rowH - 4, rx: 3 }),
+         svg("text", { class: "token-label", x: x2 + 10, y: rowY(j), text: shortLabel(token, maxLabel) }),
+         svg("text", { class: "weight-label", x: x2 + rightW + 4, y: rowY(j) }));
+      listen(g, highlight.bind(null, "key", j), selectKey.bind(null, j));
+      view.appendChild(g);
+    });
+  }
+
+  function listen(g, onEnter, onSelect) {  // mouse, and keyboard (Tab, Enter)
+    g.setAttribute("tabindex", "0");
+    g.addEventListener("mouseenter", onEnter);
+    g.addEventListener("mouseleave", unhighlight);
+    g.addEventListener("focus", onEnter);
+    g.addEventListener("blur", unhighlight);
+    g.addEventListener("click", onSelect);
+    g.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        onSelect();
+      }
+    });
+  }
+
+  function meanWeight(series, i, j) {
+    var sum = 0;
+    series.forEach(function (s) { sum += (s.matrix[i] || [])[j] || 0; });
+    return series.length ? sum / series.length : 0;
+  }
+
+  function highlight(side, index) {
+    var drawn = state.headLines;
+    if (!drawn) return;
+    var view = $("head-view");
+    unhighlight();
+    view.classList.add("hovering");
+    (side === "query" ? drawn.byQuery[index] : drawn.byKey[index]).forEach(function (line) {
+      line.classList.add("active");
+    });
+    // Shade the tokens on the other side by the (mean shown) weight, and label it.
+    var other = side === "query" ? "key" : "query";
+    var tokens = view.querySelectorAll('.token[data-side="' + other + '"]');
+    Array.prototype.forEach.call(tokens, function (g) {
+      var k = Number(g.getAttribute("data-index"));
+      var w = side === "query" ? meanWeight(drawn.series, index, k) : meanWeight(drawn.series, k, index);
+      g.querySelector(".tok-bg").style.fillOpacity = w >= 0.0005 ? String(0.06 + 0.4 * Math.min(1, w)) : "0";
+      var label = g.querySelector(".weight-label");
+      if (label) label.textContent = w >= 0.0005 ? percent(w) : "";
+    });
+    var self = view.querySelector('.token[data-side="' + side + '"][data-index="' + index + '"] .tok-bg');
+    if (self) self.style.fillOpacity = "0.15";
+  }
+
+  function unhighlight() {
+    var view = $("head-view");
+    view.classList.remove("hovering");
+    Array.prototype.forEach.call(view.querySelectorAll("line.active"), function (line) {
+      line.classList.remove("active");
+    });
+    Array.prototype.forEach.call(view.querySelectorAll(".tok-bg"), function (rect) {
+      rect.style.fillOpacity = "";
+    });
+    Array.prototype.forEach.call(view.querySelectorAll(".weight-label"), function (label) {
+      label.textContent = "";
+    });
+  }
+
+  function selectQuery(i) {
+    state.query = i;
+    state.key = null;
+    var view = $("head-view");
+    Array.prototype.forEach.call(view.querySelectorAll(".token.query"), function (g) {
+      g.classList.toggle("selected", Number(g.getAttribute("data-index")) === i);
+    });
+    renderComputation();
+  }
+
+  function selectKey(j) {
+    state.key = state.key === j ? null : j;
+    renderComputation();
+  }
+
+  // -- model view ----------------------------------------------------------------------------
+
+  function drawHeatmap(canvas, weights, mask, Q, K) {
+    canvas.width = Math.max(1, K);
+    canvas.height = Math.max(1, Q);
+    var context = canvas.getContext("2d");
+    if (!context) return;
+    var image = context.createImageData(canvas.width, canvas.height);
+    for (var i = 0; i < Q; i++) {
+      for (var j = 0; j < K; j++) {
+        var allowed = !mask || !mask[i] || mask[i][j] !== false;
+        var rgb = allowed ? sequentialRgb((weights[i] || [])[j]) : [226, 228, 232];
+        var o = 4 * (i * K + j);
+        image.data[o] = rgb[0];
+        image.data[o + 1] = rgb[1];
+        image.data[o + 2] = rgb[2];
+        image.data[o + 3] = 255;
+      }
+    }
+    context.putImageData(image, 0, 0);
+  }
+
+  function renderModelView() {
+    var root = clear($("model-view"));
+    var A = attention(state.kind);
+    if (!A) {
+      root.appendChild(h("p", { class: "placeholder", text: "No attention weights to show." }));
+      return;
+    }
+    var L = numLayers(A), N = numHeads(A);
+    var Q = queryTokens(A).length, K = keyTokens(A).length;
+    var cell = Math.max(34, Math.min(84, Math.floor(560 / N) - 6));
+    var grid = h("div", {
+      class: "mv-grid", "data-kind": state.kind,
+      style: "grid-template-columns: auto repeat(" + N + ", " + cell + "px)",
+    });
+    grid.appendChild(h("div"));
+    for (var n = 0; n < N; n++) {
+      grid.appendChild(h("div", { class: "mv-col-label" },
+        h("span", { class: "swatch", style: "background:" + headColor(n) }), "Head " + (n + 1)));
+    }
+    var shown = state.average ? null : state.heads;
+    for (var l = 0; l < L; l++) {
+      grid.appendChild(h("div", { class: "mv-row-label", text: "Layer " + (l + 1) }));
+      for (n = 0; n < N; n++) {
+        var selected = l === state.layer && (shown === null || shown.indexOf(n) >= 0);
+        var canvas = h("canvas", { "aria-hidden": "true" });
+        var button = h("button", {
+          type: "button", class: "mv-cell" + (selected ? " selected" : ""), "data-layer": l,
+          "data-head": n, title: KIND_LABELS[state.kind] + ", layer " + (l + 1) + ", head " + (n + 1) +
+                                 " — click to show it in the head view",
+          onclick: onModelCell.bind(null, l, n),
+        }, canvas);
+        drawHeatmap(canvas, matrix(A, l, n), A.mask, Q, K);
+        grid.appendChild(button);
+      }
+    }
+    root.appendChild(grid);
+    root.appendChild(h("div", { class: "mv-legend" }, "weight 0", h("span", { class: "ramp" }), "1",
+      h("span", { class: "muted", text: " · gray: masked (may not attend)" })));
+  }
+
+  function onModelCell(layer, head) {
+    state.layer = layer;
+    state.heads = [head];
+    state.average = false;
+    state.compHead = head;
+    renderViews();
+    var section = $("head-view-section");
+    if (section && section.scrollIntoView) section.scrollIntoView({ behavior: "smooth", block: "start" });
+  }
+
+  // -- computation view ----------------------------------------------------------------------
+
+  function strip(vector, scaleAbs, name, big) {
+    var values = Array.isArray(vector) ? vector : [];
+    var cellWidth = Math.max(3, Math.min(12, Math.floor(200 / Math.max(1, values.length))));
+    var node = h("span", { class: "strip" + (big ? " big" : ""),
+                           title: name + " (" + values.length + " numbers)" });
+    values.forEach(function (x, d) {
+      node.appendChild(h("span", {
+        style: "width:" + cellWidth + "px;background:" + divergingColor(x, scaleAbs),
+        title: name + "[" + d + "] = " + sig(x, 5),
+      }));
+    });
+    return node;
+  }
+
+  function softmax(logits) {
+    var max = -Infinity;
+    logits.forEach(function (x) { if (x > max) max = x; });
+    if (max === -Infinity) return logits.map(function () { return 0; });
+    var exps = logits.map(function (x) { return x === -Infinity ? 0 : Math.exp(x - max); });
+    var sum = exps.reduce(function (a, b) { return a + b; }, 0);
+    return exps.map(function (e) { return e / sum; });
+  }
+
+  // The API rounds every number to 5 significant digits. A model that computes in mixed
+  // precision sends q, k, v and the outputs as bfloat16 (or float16) numbers: detected here
+  // (every value within rounding of a number with 8 (11) significant bits; a float32 model's
+  // numbers are not, bar chance) so that the checks allow for their precision.
+  var PRECISIONS = [{ name: "bfloat16", bits: 8 }, { name: "float16", bits: 11 }];
+
+  function roundToBits(x, bits) {
+    var step = Math.pow(2, Math.floor(Math.log2(Math.abs(x))) - bits + 1);
+    return Math.round(x / step) * step;
+  }
+
+  function detectPrecision(vectors) {  // {name, bits} or null (float32)
+    var xs = [];
+    vectors.forEach(function (v) {
+      (v || []).forEach(function (x) { if (isNum(x) && x !== 0 && xs.length < 512) xs.push(x); });
+    });
+    if (xs.length < 8) return null;
+    for (var p = 0; p < PRECISIONS.length; p++) {
+      var bits = PRECISIONS[p].bits;
+      if (xs.every(function (x) { return Math.abs(x - roundToBits(x, bits)) <= 6e-5 * Math.abs(x); })) {
+        return PRECISIONS[p];
+      }
+    }
+    return null;
+  }
+
+  function declaredPrecision(model) {  // the API may name the compute dtype
+    var text = String((model && (model.compute_dtype || model.dtype_policy || model.dtype)) || "");
+    for (var p = 0; p < PRECISIONS.length; p++) {
+      if (text.indexOf(PRECISIONS[p].name) >= 0) return PRECISIONS[p];
+    }
+    return text ? null : undefined;  // undefined: not declared
+  }
+
+  function dot(a, b) {
+    var s = 0;
+    for (var d = 0; d < Math.min(a.length, b.length); d++) s += a[d] * b[d];
+    return s;
+  }
+
+  function fillSelect(select, count, label, value) {
+    clear(select);
+    for (var i = 0; i < count; i++) select.appendChild(h("option", { value: i, text: label(i) }));
+    if (count) select.value = String(value);
+    select.disabled = !count;
+  }
+
+  function renderComputation() {
+    var root = clear($("computation"));
+    var A = attention(state.kind);
+    var qTokens = A ? queryTokens(A) : [], kTokens = A ? keyTokens(A) : [];
+    fillSelect($("comp-query"), qTokens.length, function (i) { return i + ": " + qTokens[i]; }, state.query);
+    fillSelect($("comp-layer"), A ? numLayers(A) : 0, function (l) { return "Layer " + (l + 1); }, state.layer);
+    fillSelect($("comp-head"), A ? numHeads(A) : 0, function (n) { return "Head " + (n + 1); }, state.compHead);
+    if (!A) {
+      root.appendChild(h("p", { class: "placeholder", text: "No attention to show." }));
+      return;
+    }
+    if (!qTokens.length || !kTokens.length) {
+      root.appendChild(h("p", { class: "placeholder", text: "This sentence has no tokens here." }));
+      return;
+    }
+    var l = state.layer, n = state.compHead, i = state.query;
+    function pick(field) {  // [.][.] of head n (keys/values may hold fewer, shared heads)
+      var x = A[field] && A[field][l];
+      if (!Array.isArray(x) || !x.length) return null;
+      var index = x.length === numHeads(A) ? n : Math.floor(n * x.length / numHeads(A));
+      return Array.isArray(x[index]) ? x[index] : null;
+    }
+    var queries = pick("queries"), keys = pick("keys") || [], values = pick("values") || [];
+    var dots = (pick("dot_products") || [])[i] || [];
+    var weights = matrix(A, l, n)[i] || [];
+    var outputs = pick("outputs");
+    var output = outputs ? outputs[i] : null;
+    var maskRow = Array.isArray(A.mask) && Array.isArray(A.mask[i]) ? A.mask[i] : null;
+    var q = queries ? queries[i] || [] : [];
+    var model = state.data.model || {};
+    var dk = q.length || model.key_dim;
+    var scale = isNum(state.data.scale) ? state.data.scale : (dk ? 1 / Math.sqrt(dk) : NaN);
+
+    root.appendChild(h("p", { class: "comp-heading" },
+      KIND_LABELS[state.kind] + " · layer " + (l + 1) + " · head " + (n + 1) + " · query " + i + " ",
+      h("code", { text: "«" + qTokens[i] + "»" })));
+    root.appendChild(h("p", { class: "comp-formula" },
+      "weightⱼ = softmax over j of ( q·kⱼ × scale + maskⱼ ),   scale = 1/√dₖ = 1/√" +
+      (dk === undefined ? "?" : dk) + " = " + sig(scale, 5) +
+      ",   maskⱼ = 0 if the query may see key j, else −∞;   output = Σⱼ weightⱼ · vⱼ"));
+
+    var keyAbs = maxAbs([q].concat(keys));
+    var valueAbs = maxAbs(values.concat([output || []]));
+    root.appendChild(h("div", { class: "comp-vector" },
+      h("span", { text: "query vector q of «" + qTokens[i] + "» (" + q.length + " numbers)" }),
+      strip(q, keyAbs, "q", true)));
+
+    var logits = [];
+    var thead = h("thead", null, h("tr", null,
+      h("th", { text: "j" }), h("th", { text: "key token" }), h("th", { text: "key vector kⱼ" }),
+      h("th", { text: "q·kⱼ" }), h("th", { class: "op", text: "× " + sig(scale, 4) }),
+      h("th", { class: "op", text: "+ mask" }), h("th", { text: "= logit" }),
+      h("th", { text: "softmax weight" }), h("th", { text: "value vector vⱼ" }),
+      h("th", { text: "weightⱼ · vⱼ" })));
+    var tbody = h("tbody");
+    var weightSum = 0, maxWeight = -1, maxIndex = -1;
+    kTokens.forEach(function (token, j) {
+      var allowed = !maskRow || maskRow[j] !== false;
+      var d = dots[j];
+      var logit = allowed ? d * scale : -Infinity;
+      logits.push(allowed && isNum(logit) ? logit : -Infinity);
+      var w = weights[j];
+      if (isNum(w)) {
+        weightSum += w;
+        if (w > maxWeight) { maxWeight = w; maxIndex = j; }
+      }
+      var v = values[j] || [];
+      var weighted = v.map(function (x) { return (isNum(w) ? w : 0) * x; });
+      tbody.appendChild(h("tr", {
+        "data-key-index": j, class: (allowed ? "" : "masked") + (state.key === j ? " highlight" : ""),
+      },
+        h("td", { class: "num", text: j }),
+        h("td", { class: "key-token", text: String(token) }),
+        h("td", null, strip(keys[j], keyAbs, "k" + j)),
+        h("td", { class: "num", text: fixed(d, 3) }),
+        h("td", { class: "num", text: isNum(d) ? fixed(d * scale, 3) : "–" }),
+        h("td", { class: "num", text: allowed ? "0" : "−∞" }),
+        h("td", { class: "num", text: fixed(allowed ? logit : -Infinity, 3) }),
+        h("td", { class: "weight", "data-weight": isNum(w) ? w : "" },
+          h("span", { class: "weight-cell" },
+            h("span", { class: "num", text: fixed(w, 4) }),
+            h("span", { class: "wbar", title: percent(w) },
+              h("span", { style: "width:" + (isNum(w) ? (100 * Math.max(0, Math.min(1, w))).toFixed(1) : 0) + "%" })))),
+        h("td", null, strip(v, valueAbs, "v" + j)),
+        h("td", null, strip(weighted, valueAbs, "weight·v" + j))));
+    });
+    if (maxIndex >= 0) {
+      var best = tbody.querySelector('tr[data-key-index="' + maxIndex + '"]');
+      if (best) best.classList.add("max-weight");
+    }
+    var tfoot = h("tfoot", null, h("tr", null,
+      h("td", { colspan: 7, text: "Σ over the keys: weights, and the output o = Σⱼ weightⱼ · vⱼ (the model's)" }),
+      h("td", { class: "num", text: fixed(weightSum, 4) }),
+      h("td"),
+      h("td", null, output ? strip(output, valueAbs, "output", true) : "–")));
+    root.appendChild(h("div", { class: "table-scroll" },
+      h("table", { id: "computation-table" }, thead, tbody, tfoot)));
+
+    // The numbers check themselves: softmax of the logits shown, q·k from the vectors shown, and
+    // the weighted sum of the values shown, against the model's own weights, q·k and output.
+    // The numbers are rounded to 5 significant digits (relative error <= 5e-5 each), so a
+    // recomputed sum of products may differ by about 1e-4 of the sum of its terms' sizes.
+    var precision = declaredPrecision(model);
+    if (precision === undefined) precision = detectPrecision(values.concat([output || []]));
+    var recomputed = softmax(logits);
+    var softmaxDiff = 0, dotDiff = 0, outDiff = 0, dotScale = 0;
+    var dotOk = true, outOk = true;
+    recomputed.forEach(function (p, j) {
+      if (isNum(weights[j])) softmaxDiff = Math.max(softmaxDiff, Math.abs(p - weights[j]));
+    });
+    kTokens.forEach(function (token, j) {
+      if (q.length && keys[j] && isNum(dots[j])) {
+        var diff = Math.abs(dot(q, keys[j]) - dots[j]);
+        var size = dot(q.map(Math.abs), keys[j].map(Math.abs));
+        dotDiff = Math.max(dotDiff, diff);
+        dotScale = Math.max(dotScale, Math.abs(dots[j]));
+        if (diff > 3e-4 * size + 1e-6) dotOk = false;
+      }
+    });
+    if (output) {
+      output.forEach(function (o, d) {
+        var s = 0, size = 0;
+        kTokens.forEach(function (token, j) {
+          var term = (weights[j] || 0) * ((values[j] || [])[d] || 0);
+          s += term;
+          size += Math.abs(term);
+        });
+        outDiff = Math.max(outDiff, Math.abs(s - o));
+        var tolerance = precision ? 2 * Math.pow(2, -precision.bits) * (size + Math.abs(o)) + 1e-5
+                                  : 3e-4 * size + 1e-5;
+        if (Math.abs(s - o) > tolerance) outOk = false;
+      });
+    }
+    var allMasked = logits.every(function (x) { return x === -Infinity; });
+    var sumOk = Math.abs(weightSum - (allMasked ? 0 : 1)) < 2e-3;
+    // A logit rounded to 5 digits is off by up to 5e-5 of its size; a weight moves by at
+    // most half that.
+    var maxLogit = 0;
+    logits.forEach(function (x) { if (isNum(x)) maxLogit = Math.max(maxLogit, Math.abs(x)); });
+    var softmaxOk = softmaxDiff < 1e-3 + 1e-4 * maxLogit;
+    var allOk = sumOk && softmaxOk && dotOk && outOk;
+    var check = h("p", { id: "computation-check", class: "comp-check " + (allOk ? "ok" : "bad") },
+      h("span", { class: "mark", text: allOk ? "✓ " : "✗ " }),
+      "Σ weights = " + weightSum.toFixed(3) +
+      " · max |softmax(logits above, computed here) − model weight| = " + sci(softmaxDiff) +
+      (q.length ? " · max |q·kⱼ from the vectors − model q·kⱼ| = " + sci(dotDiff) +
+                  " (of |q·k| up to " + sig(dotScale, 3) + ")" : "") +
+      (output ? " · max |Σ weightⱼvⱼ − model output| = " + sci(outDiff) : "") +
+      (allOk ? " — the differences come only from rounding the numbers to 5 digits" +
+               (precision ? " and from the model's " + precision.name + " arithmetic." : ".")
+             : " — these numbers do not agree beyond rounding."));
+    root.appendChild(check);
+    if (precision) {
+      root.appendChild(h("p", { class: "explain", text:
+        "This model computes in mixed precision: its q, k and v vectors and the head outputs are " +
+        precision.name + " numbers (" + precision.bits + " significant bits, about " +
+        (precision.bits === 8 ? "2–3" : "3") + " decimal digits), while q·k, the softmax and the weights are float32. So Σ weightⱼ·vⱼ " +
+        "computed here matches the model's output only to that precision." }));
+    }
+  }
+
+  // -- softmax sandbox -----------------------------------------------------------------------
+
+  function initSandbox() {
+    var inputs = clear($("sandbox-inputs"));
+    SANDBOX_DEFAULTS.forEach(function (x, i) {
+      inputs.appendChild(h("label", { for: "sandbox-x" + i, text: "x" + (i + 1) }));
+      inputs.appendChild(h("input", { id: "sandbox-x" + i, class: "sandbox-input", type: "number",
+                                      step: "0.1", value: x, oninput: updateSandbox }));
+    });
+    var slider = $("temperature"), number = $("temperature-number");
+    slider.addEventListener("input", function () { number.value = slider.value; updateSandbox(); });
+    number.addEventListener("input", function () {
+      var t = parseFloat(number.value);
+      if (isNum(t) && t > 0) slider.value = String(Math.max(0.1, Math.min(5, t)));
+      updateSandbox();
+    });
+    updateSandbox();
+  }
+
+  function updateSandbox() {
+    var t = parseFloat($("temperature-number").value);
+    if (!isNum(t) || t <= 0) t = parseFloat($("temperature").value);
+    if (!isNum(t) || t <= 0) t = 1;
+    var xs = Array.prototype.map.call(document.querySelectorAll(".sandbox-input"), function (input) {
+      var x = parseFloat(input.value);
+      return isNum(x) ? x : 0;
+    });
+    var ps = softmax(xs.map(function (x) { return x / t; }));
+    var bars = clear($("sandbox-bars"));
+    xs.forEach(function (x, i) {
+      bars.appendChild(h("span", { class: "label", text: "x" + (i + 1) + "/T = " + fixed(x / t, 2) }));
+      bars.appendChild(h("div", { class: "sandbox-bar", "data-index": i, title: percent(ps[i]) },
+        h("span", { style: "width:" + (100 * ps[i]).toFixed(2) + "%" })));
+      bars.appendChild(h("span", { class: "value", "data-value": ps[i], text: fixed(ps[i], 3) }));
+    });
+  }
+
+  // -- rendering a response ------------------------------------------------------------------
+
+  function renderViews() {
+    clampState();
+    renderControls();
+    renderHeadView();
+    renderModelView();
+    renderComputation();
+    document.body.setAttribute("data-rendered", String(state.requestId));
+    if (window.performance && performance.mark) performance.mark("playground-rendered");
+  }
+
+  function showResponse(data) {
+    var first = state.data === null;
+    state.data = data;
+    renderModelSummary(data.model || (state.info && state.info.model));
+    renderTranslations(data);
+    renderTokens(data);
+    var A = attention(state.kind);
+    if (!A) {  // the selected kind is missing: pick one that exists
+      ["cross", "encoder_self", "decoder_self"].some(function (kind) {
+        if (attention(kind)) { state.kind = kind; return true; }
+        return false;
+      });
+      A = attention(state.kind);
+    }
+    if (A && (first || !state.heads.length && !state.average)) {
+      state.heads = [];
+      for (var n = 0; n < numHeads(A); n++) state.heads.push(n);
+      state.compHead = 0;
+    }
+    // Start at the last layer: in a trained model its cross-attention is the
+    // clearest alignment of each target word with the source word it translates.
+    if (A && first) state.layer = numLayers(A) - 1;
+    state.query = 0;
+    state.key = null;
+    renderViews();
+  }
+
+  // -- talking to the server -----------------------------------------------------------------
+
+  function errorMessage(body, response) {
+    if (body && typeof body === "object" && body.error !== undefined) return String(body.error);
+    return "the server answered " + response.status + " " + (response.statusText || "");
+  }
+
+  function fetchJson(url, options) {
+    return fetch(url, options).then(function (response) {
+      return response.text().then(function (text) {
+        var body = null;
+        try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
+        if (!response.ok || body === null || (body && body.error !== undefined)) {
+          var error = new Error(body ? errorMessage(body, response)
+                                     : errorMessage(null, response) + " (not JSON)");
+          error.fromServer = true;
+          throw error;
+        }
+        return body;
+      });
+    });
+  }
+
+  function loadInfo() {
+    setStatus("Loading the model…", "busy");
+    return fetchJson("api/info").then(function (info) {
+      state.info = info;
+      renderModelSummary(info.model);
+      var beam = $("beam-size");
+      if (isNum(info.max_beam_size)) beam.max = String(info.max_beam_size);
+      if (isNum(info.beam_size)) beam.value = String(info.beam_size);
+      if (isNum(info.max_text_length)) {
+        $("text").maxLength = info.max_text_length;
+        $("target").maxLength = info.max_text_length;
+      }
+      var text = $("text");
+      if (!text.value && typeof info.example === "string") text.value = info.example;
+      setStatus("Ready. Type a sentence and press Enter.");
+      return info;
+    }, function (error) {
+      setStatus("Error: could not load api/info: " + error.message, "error");
+      throw error;
+    });
+  }
+
+  function translate() {
+    var text = $("text").value;
+    var target = $("target").value;
+    var beamText = $("beam-size").value.trim();
+    var request = { text: text };
+    if (beamText !== "") {
+      var beam = Number(beamText);
+      var maxBeam = Number($("beam-size").max) || 16;
+      if (!Number.isInteger(beam) || beam < 1 || beam > maxBeam) {
+        setStatus("Error: the beam size must be a whole number from 1 to " + maxBeam + "; got " +
+                  JSON.stringify(beamText) + ".", "error");
+        return Promise.resolve(null);
+      }
+      request.beam_size = beam;
+    }
+    if (target.trim()) request.target = target;
+    var id = ++state.requestId;
+    var started = performance.now();
+    setStatus(target.trim() ? "Scoring your translation…" : "Translating…", "busy");
+    return fetchJson("api/translate", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(request),
+    }).then(function (data) {
+      if (id !== state.requestId) return null;  // a newer request was sent meanwhile
+      var roundTrip = performance.now() - started;
+      showResponse(data);
+      var done = data.mode === "forced" ? "Scored your translation" : "Translated";
+      if (isNum(data.milliseconds)) done += " in " + data.milliseconds.toFixed(0) + " ms on the server";
+      setStatus(done + " · " + roundTrip.toFixed(0) + " ms round trip.", "ok");
+      return data;
+    }, function (error) {
+      if (id !== state.requestId) return null;
+      setStatus(error.fromServer ? "Error: " + error.message
+                                 : "Error: could not reach the playground server (" + error.message + ").",
+                "error");
+      return null;
+    });
+  }
+
+  // -- start ---------------------------------------------------------------------------------
+
+  function wireControls() {
+    $("translate-form").addEventListener("submit", function (event) {
+      event.preventDefault();
+      if (!state.staticMode) translate();
+    });
+    $("kind").addEventListener("change", function () {
+      state.kind = $("kind").value;
+      state.query = 0;
+      state.key = null;
+      renderViews();
+    });
+    $("layer").addEventListener("change", function () {
+      state.layer = Number($("layer").value);
+      renderViews();
+    });
+    $("heads-all").addEventListener("click", allHeads);
+    $("comp-query").addEventListener("change", function () { selectQuery(Number($("comp-query").value)); });
+    $("comp-layer").addEventListener("change", function () {
+      state.layer = Number($("comp-layer").value);
+      renderViews();
+    });
+    $("comp-head").addEventListener("change", function () {
+      state.compHead = Number($("comp-head").value);
+      renderComputation();
+    });
+  }
+
+  function start() {
+    wireControls();
+    var resizeTimer = null;
+    window.addEventListener("resize", function () {  // the head view fits its card's width
+      clearTimeout(resizeTimer);
+      resizeTimer = setTimeout(function () { if (state.data) renderHeadView(); }, 150);
+    });
+    initSandbox();
+    var embedded = $("playground-data");
+    if (embedded) {
+      state.staticMode = true;
+      $("static-note").hidden = false;
+      var form = $("translate-form");
+      form.hidden = true;
+      Array.prototype.forEach.call(form.querySelectorAll("input, button"), function (input) {
+        input.disabled = true;
+      });
+      var data;
+      try {
+        data = JSON.parse(embedded.textContent);
+      } catch (error) {
+        setStatus("Error: the embedded data is not valid JSON (" + error.message + ").", "error");
+        return;
+      }
+      if (data && typeof data.source === "string") $("text").value = data.source;
+      showResponse(data || {});
+      setStatus("");
+      return;
+    }
+    renderViews();
+    loadInfo().then(function () {
+      if ($("text").value.trim()) translate();  // show the example at once
+    }, function () { /* the status line says why */ });
+  }
+
+  window.playground = { state: state, translate: translate, render: renderViews };
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

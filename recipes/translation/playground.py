@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The attention playground: type a sentence into your own trained model and
+see its translation and every layer's and head's attention.
+
+Starts a local web server for a trained run (loaded with
+Translator.from_preset, as evaluate.py and export.py load it) and prints
+the page's address. The page shows the n-best translations with their
+scores, the subword tokens and each target token's probability, a head view
+and a model view of encoder self-, decoder self- and cross-attention, how
+one weight was computed (q·k, 1/sqrt(d_k), mask, softmax, weighted values),
+and a softmax sandbox. Everything is served from this machine (no network).
+
+Examples:
+  python recipes/translation/playground.py --workdir runs/translation
+  python3 run.py playground --workdir runs/translation --port 8080
+  curl -s localhost:8000/api/translate -H 'Content-Type: application/json' \\
+      -d '{"text": "The red book is on the table.", "beam_size": 4}'
+"""
+
+import argparse
+import logging
+import os
+
+if not __package__:  # run as a file, not with `python -m recipes.translation.playground`
+    import _repo_root  # noqa: F401  (puts the repository root on sys.path)
+
+from recipes.translation.config import positive_int  # noqa: E402
+
+TRAIN_HINT = ("Train one first: python3 run.py main (writes runs/translation), or "
+              "python recipes/translation/train.py --workdir DIR.")
+
+
+def port_number(text):
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port number from 0 to 65535 (0: any free "
+                                         f"port); received {text!r}")
+    return port
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="playground.py", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--workdir", required=True,
+                        help="a run directory of train.py (or a preset directory)")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default: 127.0.0.1, this machine only; "
+                        "0.0.0.0 serves every network the machine is on)")
+    parser.add_argument("--port", type=port_number, default=8000,
+                        help="TCP port (default: 8000; 0: any free port)")
+    parser.add_argument("--beam-size", type=positive_int,
+                        help="the page's starting beam size (default: the run's)")
+    parser.add_argument("--quiet", action="store_true", help="no line per request")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+
+    if not os.path.isdir(args.workdir):
+        parser.exit(2, f"error: {args.workdir} does not exist. {TRAIN_HINT}\n")
+
+    from recipes._startup import import_tensorflow, quiet_first_run
+
+    import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
+    from keras_attention import Translator
+    from keras_attention.playground import MAX_BEAM_SIZE, PlaygroundServer
+
+    if args.beam_size is not None and args.beam_size > MAX_BEAM_SIZE:
+        parser.error(f"argument --beam-size: at most {MAX_BEAM_SIZE}; received {args.beam_size}")
+    try:
+        translator = Translator.from_preset(args.workdir)
+        if args.beam_size is not None:
+            translator = translator.with_settings(beam_size=args.beam_size)
+    except (ValueError, OSError) as e:
+        parser.exit(2, f"error: {e} {TRAIN_HINT}\n")
+    try:
+        server = PlaygroundServer(translator, args.host, args.port,
+                                  log=None if args.quiet else lambda line: print(line, flush=True))
+    except OSError as e:
+        parser.exit(2, f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}. "
+                    "Pick another --port (0: any free one).\n")
+    print(f"Playground for {translator!r}; warming up ...", flush=True)
+    with quiet_first_run():
+        server.warm_up()
+    print(f"Open {server.url} in a browser (Ctrl+C stops).", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("\nStopped.")
+    finally:
+        server.shutdown()
+
+
+if __name__ == "__main__":
+    main()

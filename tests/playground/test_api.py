@@ -1,0 +1,268 @@
+"""The playground's JSON API and server, against an in-process server on a
+free port: the answers are the model's own numbers, bad requests get a
+clear 4xx and the server keeps serving, only its own files are served, and
+concurrent requests get their own answers."""
+
+import concurrent.futures
+import http.client
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.parse
+
+import numpy as np
+import pytest
+
+from keras_attention.playground import MAX_BEAM_SIZE, MAX_TEXT_LENGTH, analyze, attention_html
+from keras_attention.visualization import attention_maps
+from tests.helpers import SENTENCES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PLAYGROUND = os.path.join(ROOT, "recipes", "translation", "playground.py")
+
+
+def request(url, method, path, body=None, headers=None):
+    """`(status, headers, body bytes)` of one raw HTTP request (the path sent as given)."""
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=120)
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body)
+        headers = {"Content-Type": "application/json", **(headers or {})}
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        connection.close()
+
+
+def translate(url, **fields):
+    status, headers, body = request(url, "POST", "/api/translate", fields)
+    assert headers["Content-Type"] == "application/json; charset=utf-8"
+    return status, json.loads(body)
+
+
+def test_info(playground_url, playground_translator):
+    status, _, body = request(playground_url, "GET", "/api/info")
+    info = json.loads(body)
+    model = playground_translator.model
+    assert status == 200 and info["beam_size"] == playground_translator.beam_size
+    assert info["max_beam_size"] == MAX_BEAM_SIZE and info["max_text_length"] == MAX_TEXT_LENGTH
+    assert info["model"]["num_heads"] == model.num_heads
+    assert info["model"]["num_encoder_layers"] == model.num_encoder_layers
+    assert info["model"]["key_dim"] == model.d_model // model.num_heads
+
+
+def _softmax_rows(dot_products, scale, mask):
+    logits = np.where(mask, np.asarray(dot_products) * scale, -np.inf)
+    peak = np.max(logits, axis=-1, keepdims=True)
+    e = np.exp(logits - peak)
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_translate_answer_is_the_models_own(playground_url, playground_translator):
+    """The n-best list is `Translator.translate`'s; the attention weights
+    are `attention_maps`'; every weight is softmax(q·k · scale + mask) of
+    the numbers sent, and every head output their weighted sum of values."""
+    text = SENTENCES[0]
+    status, answer = translate(playground_url, text=text, beam_size=2)
+    assert status == 200 and answer["mode"] == "translate" and answer["source"] == text
+    expected, scores = playground_translator.translate(
+        [text], beam_size=2, num_return_sequences=2, return_scores=True)
+    assert [t["text"] for t in answer["translations"]] == expected[0]
+    np.testing.assert_allclose([t["score"] for t in answer["translations"]], scores[0],
+                               rtol=1e-4)
+    maps = attention_maps(playground_translator.model, playground_translator.source_tokenizer,
+                          playground_translator.target_tokenizer, text, beam_size=2,
+                          length_penalty=playground_translator.length_penalty)
+    assert answer["source_tokens"] == maps.source_tokens
+    assert answer["target_tokens"] == maps.target_tokens
+    assert answer["target_input_tokens"] == maps.target_input_tokens
+    model = answer["model"]
+    s, t = len(answer["source_tokens"]), len(answer["target_tokens"])
+    assert len(answer["token_probabilities"]) == t
+    assert all(0 < p <= 1 for p in answer["token_probabilities"])
+    assert answer["scale"] == pytest.approx(1 / np.sqrt(model["key_dim"]), rel=1e-4)
+    for kind, layers, q, k in (("encoder_self", model["num_encoder_layers"], s, s),
+                               ("decoder_self", model["num_decoder_layers"], t, t),
+                               ("cross", model["num_decoder_layers"], t, s)):
+        a = answer["attention"][kind]
+        weights = np.asarray(a["weights"])
+        np.testing.assert_allclose(weights, getattr(maps, kind), atol=2e-5)
+        assert weights.shape == (layers, model["num_heads"], q, k)
+        assert np.asarray(a["queries"]).shape == (layers, model["num_heads"], q, model["key_dim"])
+        assert np.asarray(a["values"]).shape == (layers, model["num_heads"], k,
+                                                 model["value_dim"])
+        mask = np.asarray(a["mask"])
+        assert mask.shape == (q, k)
+        if kind == "decoder_self":
+            np.testing.assert_array_equal(mask, np.tril(np.ones((t, t), bool)))
+        else:
+            assert mask.all()
+        # The numbers sent recombine into the weights and outputs (5 digits).
+        np.testing.assert_allclose(_softmax_rows(a["dot_products"], answer["scale"], mask),
+                                   weights, atol=2e-3)
+        np.testing.assert_allclose(np.asarray(a["queries"]) @ np.swapaxes(a["keys"], -1, -2),
+                                   a["dot_products"], rtol=2e-3, atol=2e-3)
+        np.testing.assert_allclose(weights @ np.asarray(a["values"]), a["outputs"],
+                                   rtol=2e-3, atol=2e-3)
+    assert answer["attention"]["cross"]["query_tokens"] == answer["target_input_tokens"]
+    assert answer["attention"]["cross"]["key_tokens"] == answer["source_tokens"]
+
+
+def test_forced_target_scores_the_given_translation(playground_url, playground_translator):
+    """"My own translation": the given target's tokens, each one's
+    probability from the model, and its score from them as the search
+    scores: log P(Y|X) / ((5 + |Y|) / 6)^alpha."""
+    text, target = SENTENCES[1], "Una frase  distinta."
+    status, forced = translate(playground_url, text=text, target=target)
+    assert status == 200 and forced["mode"] == "forced"
+    assert [t["text"] for t in forced["translations"]] == [target]
+    expected_ids = playground_translator.target_tokenizer.tokenize([target]).to_list()[0]
+    assert len(forced["target_tokens"]) == len(expected_ids) + 1  # and [END]
+    assert forced["target_tokens"][-1] == "[END]"
+    assert forced["target_input_tokens"] == ["[START]"] + forced["target_tokens"][:-1]
+    probabilities = np.asarray(forced["token_probabilities"])
+    lp = ((5 + len(probabilities)) / 6) ** playground_translator.length_penalty
+    assert forced["translations"][0]["score"] == pytest.approx(
+        np.log(probabilities).sum() / lp, abs=1e-3)
+    _, blank = translate(playground_url, text=text, target="   ")  # blank: translate
+    assert blank["mode"] == "translate"
+
+
+TOO_LONG = "a" * (MAX_TEXT_LENGTH + 1)
+
+
+@pytest.mark.parametrize("body,headers,status,message", [
+    ("{not json", {"Content-Type": "application/json"}, 400, "not valid JSON"),
+    ('["a list"]', {"Content-Type": "application/json"}, 400, "must be a JSON object"),
+    ({"beam_size": 2}, None, 400, 'no "text"'),
+    ({"text": 42}, None, 400, "`text` must be a string; received int"),
+    ({"text": None}, None, 400, "`text` must be a string"),
+    ({"text": "  "}, None, 400, "`text` is empty"),
+    ({"text": TOO_LONG}, None, 400, f"at most {MAX_TEXT_LENGTH}"),
+    ({"text": "Hi.", "beam_size": 0}, None, 400, "from 1 to 16; received 0"),
+    ({"text": "Hi.", "beam_size": MAX_BEAM_SIZE + 1}, None, 400, "received 17"),
+    ({"text": "Hi.", "beam_size": "2"}, None, 400, "received '2'"),
+    ({"text": "Hi.", "beam_size": True}, None, 400, "received True"),
+    ({"text": "Hi.", "target": 3}, None, 400, "`target` must be a string"),
+    ({"text": "Hi.", "target": TOO_LONG}, None, 400, "`target` has 1001 characters"),
+    ({"text": "Hi.", "beams": 2}, None, 400, "Unknown field(s) ['beams']"),
+    ('{"text": "Hi."}', {"Content-Type": "text/plain"}, 415, "Content-Type: application/json"),
+    ('{"text": "Hi."}', {}, 415, "received Content-Type '(none)'"),
+    ("x" * 70_000, {"Content-Type": "application/json"}, 413, "at most 65536"),
+    (b'{"text": "\xff"}', {"Content-Type": "application/json"}, 400, "not valid JSON"),
+])
+def test_bad_requests_get_a_clear_4xx(playground_url, body, headers, status, message):
+    got, _, answer = request(playground_url, "POST", "/api/translate", body, headers)
+    assert got == status
+    assert message in json.loads(answer)["error"]
+
+
+def test_the_server_keeps_serving_after_bad_requests(playground_url):
+    for body in ("{", "[]", '{"text": 1}'):
+        request(playground_url, "POST", "/api/translate", body,
+                {"Content-Type": "application/json"})
+    status, answer = translate(playground_url, text="Hi.", beam_size=1)
+    assert status == 200 and answer["translations"]
+
+
+@pytest.mark.parametrize("method,path,status", [
+    ("GET", "/static/../server.py", 404),
+    ("GET", "/static/%2e%2e/server.py", 404),
+    ("GET", "/static/..%2fserver.py", 404),
+    ("GET", "/static//etc/passwd", 404),
+    ("GET", "/../../../../etc/passwd", 404),
+    ("GET", "/static/", 404),
+    ("GET", "/server.py", 404),
+    ("GET", "/api/nothing", 404),
+    ("POST", "/", 405),
+    ("POST", "/api/info", 404),
+    ("PUT", "/api/translate", 405),
+    ("DELETE", "/", 405),
+])
+def test_only_its_own_files_and_endpoints(playground_url, method, path, status):
+    got, headers, body = request(playground_url, method, path)
+    assert got == status
+    assert "error" in json.loads(body)
+    assert b"import" not in body and b"root:" not in body
+
+
+def test_the_page_and_its_assets(playground_url):
+    status, headers, page = request(playground_url, "GET", "/")
+    assert status == 200 and headers["Content-Type"].startswith("text/html")
+    references = re.findall(r'(?:src|href)="([^"]+)"', page.decode())
+    assert not [a for a in references if "//" in a]  # nothing from another server
+    assets = [a for a in references if not a.startswith(("data:", "#"))]
+    assert sorted(assets) == ["static/playground.css", "static/playground.js"]
+    for asset in assets:
+        status, headers, _ = request(playground_url, "GET", "/" + asset)
+        assert status == 200 and headers["X-Content-Type-Options"] == "nosniff"
+    assert request(playground_url, "GET", "/static/playground.js")[1]["Content-Type"] == (
+        "text/javascript; charset=utf-8")
+
+
+def test_concurrent_requests_get_their_own_answers(playground_url):
+    texts = (SENTENCES * 2)[:8]
+    beams = [1, 2, 3, 4, 1, 2, 3, 4]
+    serial = [translate(playground_url, text=t, beam_size=b)[1] for t, b in zip(texts, beams)]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        parallel = list(pool.map(lambda tb: translate(playground_url, text=tb[0],
+                                                      beam_size=tb[1])[1], zip(texts, beams)))
+    for one, other in zip(serial, parallel):
+        one.pop("milliseconds"), other.pop("milliseconds")
+        assert one == other
+
+
+def test_self_contained_html(playground_translator):
+    """`attention_html`: the page with its assets inlined and the answer
+    embedded; a sentence that tries to close the script stays data."""
+    text = 'He said "</script><script>alert(1)</script>" & left.'
+    page = attention_html(playground_translator, text, beam_size=2)
+    assert not re.findall(r'(?:src|href)="(?!data:|#)', page)  # nothing to fetch
+    assert "static/playground" not in page
+    data = re.search(r'<script type="application/json" id="playground-data">(.*?)</script>',
+                     page, re.S).group(1)
+    answer = json.loads(data)
+    assert answer["source"] == text
+    expected = analyze(playground_translator, text, beam_size=2)
+    answer.pop("milliseconds"), expected.pop("milliseconds")
+    assert answer == expected
+    assert page.count("</script>") == 2 and "<script>alert" not in page
+
+
+def test_playground_command(tiny_run, tmp_path):
+    """The command: --help, a clear error for a missing run, and a server
+    that answers at the address it prints."""
+    result = subprocess.run([sys.executable, PLAYGROUND, "--help"], capture_output=True,
+                            text=True)
+    assert result.returncode == 0 and "--workdir" in result.stdout and "--port" in result.stdout
+    missing = subprocess.run([sys.executable, PLAYGROUND, "--workdir", str(tmp_path / "none")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 2
+    assert "does not exist" in missing.stderr and "run.py main" in missing.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    incomplete = subprocess.run([sys.executable, PLAYGROUND, "--workdir", str(empty)],
+                                capture_output=True, text=True)
+    assert incomplete.returncode == 2 and "config.json" in incomplete.stderr
+    assert "run.py main" in incomplete.stderr
+    _, workdir, _ = tiny_run
+    server = subprocess.Popen([sys.executable, PLAYGROUND, "--workdir", str(workdir), "--port",
+                               "0", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        lines = []
+        while not lines or not lines[-1].startswith("Open "):
+            line = server.stdout.readline()
+            assert line, f"the server stopped: {server.stderr.read()}"
+            lines.append(line)
+        url = lines[-1].split()[1]
+        status, answer = translate(url, text="Hi.", beam_size=1)
+        assert status == 200 and answer["translations"]
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=60)
+    assert "Traceback" not in stderr and "E0000" not in stderr, stderr

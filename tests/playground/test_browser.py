@@ -1,0 +1,407 @@
+"""The playground page in a real browser: headless Chromium driven by Selenium 4.
+
+The live test talks to the playground server of `playground_url` (a tiny
+trained run, see conftest.py); the static test opens the one-file export of
+`attention_html` from disk. Both need Debian's `chromium` and `chromedriver`
+on PATH and skip with the command that installs them otherwise; Selenium
+Manager never runs (the driver's path is given), so nothing is downloaded.
+"""
+
+import json
+import math
+import os
+import shutil
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+pytest.importorskip("selenium", reason="the browser tests need selenium: pip install selenium")
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+TIMEOUT = 60  # seconds; the machines that run this are slow
+SENTENCE = "the red book is on the table ."
+ONE_WORD = "book"
+FORCED_TARGET = "el libro rojo está en la mesa ."
+BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def _browser_paths():
+    browser = next((path for path in map(shutil.which, BROWSER_NAMES) if path), None)
+    return browser, shutil.which("chromedriver")
+
+
+if not all(_browser_paths()):
+    pytest.skip(
+        "no headless browser: chromium and chromedriver must be on PATH; install a browser: "
+        "apt-get install chromium chromium-driver (Debian) or chromium-browser "
+        "chromium-chromedriver (Ubuntu)",
+        allow_module_level=True,
+    )
+
+
+@pytest.fixture(scope="module")
+def driver():
+    """Headless Chromium with a 1400x1000 window and the console log kept."""
+    browser, chromedriver = _browser_paths()
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
+                     "--window-size=1400,1000", "--disable-gpu", "--no-first-run",
+                     "--disable-extensions", "--disable-background-networking"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    chrome = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
+    chrome.set_page_load_timeout(TIMEOUT)
+    chrome.set_script_timeout(TIMEOUT)
+    yield chrome
+    chrome.quit()
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def _api(base_url, path, body=None):
+    """`(status, json)` of one API call, made from Python, independent of the page."""
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    request = urllib.request.Request(base_url + path, data=data,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            return response.status, json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read().decode("utf-8"))
+
+
+def _wait(driver, condition, message, timeout=TIMEOUT):
+    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(
+        lambda d: condition(d), message=message)
+
+
+def _count(driver, selector):
+    return driver.execute_script("return document.querySelectorAll(arguments[0]).length;", selector)
+
+
+def _lines(driver):
+    """The head view's lines as `(head, query, key, color, opacity)` tuples."""
+    return [tuple(line) for line in driver.execute_script(
+        "return Array.from(document.querySelectorAll('#head-view line')).map(l => ["
+        "l.getAttribute('data-head'), l.getAttribute('data-q'), l.getAttribute('data-k'),"
+        "l.getAttribute('stroke'), l.getAttribute('stroke-opacity')]);")]
+
+
+def _token(driver, side, index):
+    return driver.find_element(
+        By.CSS_SELECTOR, f'#head-view .token[data-side="{side}"][data-index="{index}"]')
+
+
+def _scroll_to(driver, element):
+    """Scrolls `element` to the middle of the window and waits until the page
+    stops scrolling (a model-view click scrolls smoothly to the head view)."""
+    positions = []
+
+    def settled(d):
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
+        positions.append(d.execute_script("return [window.scrollX, window.scrollY];"))
+        return len(positions) >= 3 and positions[-1] == positions[-2] == positions[-3]
+
+    _wait(driver, settled, "the page never stopped scrolling")
+
+
+def _hover(driver, element):
+    _scroll_to(driver, element)
+    ActionChains(driver).move_to_element(element).perform()
+
+
+def _set_value(element, text):
+    element.clear()
+    if text:
+        element.send_keys(text)
+
+
+def _submit(driver, text, beam_size=None, target=""):
+    """Fills the form and submits it with Enter in the text box."""
+    box = driver.find_element(By.ID, "text")
+    _set_value(driver.find_element(By.ID, "target"), target)
+    if beam_size is not None:
+        _set_value(driver.find_element(By.ID, "beam-size"), str(beam_size))
+    _set_value(box, text)
+    box.send_keys(Keys.ENTER)
+
+
+def _wait_for_response(driver, text, mode):
+    """Waits until the page shows the answer to `text` in `mode`, head view drawn."""
+    def shown(d):
+        return d.execute_script(
+            "const t = document.getElementById('translations');"
+            "return t.getAttribute('data-source') === arguments[0]"
+            " && t.getAttribute('data-mode') === arguments[1]"
+            " && document.querySelectorAll('#head-view .token').length > 0;", text, mode)
+    _wait(driver, shown, f"the page never showed the {mode} response for {text!r}")
+
+
+def _severe_console_errors(driver):
+    """SEVERE console entries, less the 4xx answers the test asked for on purpose."""
+    try:
+        entries = driver.get_log("browser")
+    except Exception:  # not every driver keeps the console log
+        return []
+    return [entry for entry in entries if entry.get("level") == "SEVERE"
+            and not ("api/translate" in entry.get("message", "")
+                     and "status of 400" in entry.get("message", ""))]
+
+
+def _full_page_screenshot(driver, path):
+    height = driver.execute_script("return document.documentElement.scrollHeight;")
+    driver.set_window_size(1400, min(max(1000, height + 40), 6000))
+    driver.execute_script("window.scrollTo(0, 0);")
+    time.sleep(0.3)
+    driver.save_screenshot(str(path))
+    driver.set_window_size(1400, 1000)
+
+
+# -- the live page -----------------------------------------------------------------------------
+
+
+def test_playground_page(driver, playground_url, tmp_path, record_property):
+    base = playground_url if playground_url.endswith("/") else playground_url + "/"
+    status, info = _api(base, "api/info")
+    assert status == 200, info
+
+    started = time.monotonic()
+    driver.get(base)
+    # On load the page fetches api/info, prefills the example and translates it.
+    _wait(driver, lambda d: _count(d, "#head-view line") > 0,
+          "the head view never drew the example's attention")
+    load_seconds = time.monotonic() - started
+    record_property("page_load_seconds", round(load_seconds, 3))
+    print(f"page load (navigation -> head view drawn): {load_seconds:.2f} s")
+    assert driver.find_element(By.ID, "text").get_attribute("value") == info["example"]
+    beam = driver.find_element(By.ID, "beam-size")
+    assert beam.get_attribute("max") == str(info["max_beam_size"])
+    assert "keras_attention playground" in driver.find_element(By.TAG_NAME, "h1").text
+    assert driver.find_element(By.ID, "model-summary").text.strip()
+
+    # Translate a sentence with beam 2 (Enter submits).
+    _submit(driver, SENTENCE, beam_size=2)
+    _wait_for_response(driver, SENTENCE, "translate")
+    status, expected = _api(base, "api/translate", {"text": SENTENCE, "beam_size": 2})
+    assert status == 200, expected
+    hypotheses = driver.find_elements(By.CSS_SELECTOR, "#translations li")
+    assert 1 <= len(hypotheses) <= 2
+    assert hypotheses[0].find_element(By.CLASS_NAME, "hyp-text").text == \
+        expected["translations"][0]["text"].strip()
+    assert _count(driver, "#source-tokens .token") == len(expected["source_tokens"])
+    assert _count(driver, "#target-tokens .token") == len(expected["target_tokens"])
+    assert _count(driver, "#target-tokens .token[data-probability] .prob-bar") == \
+        len(expected["target_tokens"])
+    status_text = driver.find_element(By.ID, "status").text
+    assert "ms" in status_text and "round trip" in status_text
+    assert "error" not in driver.find_element(By.ID, "status").get_attribute("class")
+
+    # Head view: the default is cross-attention, target input tokens x source tokens.
+    Q, K = len(expected["target_input_tokens"]), len(expected["source_tokens"])
+    assert Select(driver.find_element(By.ID, "kind")).first_selected_option.get_attribute(
+        "value") == "cross"
+    assert _count(driver, '#head-view .token[data-side="query"]') == Q
+    assert _count(driver, '#head-view .token[data-side="key"]') == K
+    labels = [option.text for option in Select(driver.find_element(By.ID, "kind")).options]
+    assert labels == ["Encoder self-attention", "Decoder self-attention (causal)",
+                      "Cross-attention (target → source)"]
+
+    Select(driver.find_element(By.ID, "kind")).select_by_value("encoder_self")
+    _wait(driver, lambda d: _count(d, '#head-view .token[data-side="query"]') == K
+          and _count(d, '#head-view .token[data-side="key"]') == K,
+          "the encoder self-attention head view does not show S x S tokens")
+    Select(driver.find_element(By.ID, "kind")).select_by_value("cross")
+    _wait(driver, lambda d: _count(d, '#head-view .token[data-side="query"]') == Q,
+          "the head view did not go back to cross-attention")
+
+    # Switching the layer and the heads redraws the lines.
+    num_layers = len(expected["attention"]["cross"]["weights"])
+    num_heads = len(expected["attention"]["cross"]["weights"][0])
+    before = _lines(driver)
+    assert before and {line[0] for line in before} == {str(h) for h in range(num_heads)}
+    if num_layers > 1:
+        layer_select = Select(driver.find_element(By.ID, "layer"))
+        shown_layer = int(layer_select.first_selected_option.get_attribute("value"))
+        layer_select.select_by_value(str((shown_layer + 1) % num_layers))
+        _wait(driver, lambda d: _lines(d) != before, "changing the layer did not redraw the lines")
+    before = _lines(driver)
+    driver.find_element(By.CSS_SELECTOR, '#heads input[data-head="0"]').click()
+    _wait(driver, lambda d: _lines(d) != before, "hiding head 0 did not redraw the lines")
+    assert "0" not in {line[0] for line in _lines(driver)}
+    driver.find_element(By.CSS_SELECTOR, '#heads input[data-head="average"]').click()
+    _wait(driver, lambda d: {line[0] for line in _lines(d)} == {"average"},
+          "the average option does not draw the average lines")
+    driver.find_element(By.ID, "heads-all").click()
+    _wait(driver, lambda d: len({line[0] for line in _lines(d)}) == num_heads,
+          "'All heads' does not draw every head")
+
+    # Hovering a query highlights its lines, hovering a key the lines into it
+    # (the key most attended to in the layer shown, so that it has lines).
+    assert _count(driver, "#head-view line.active") == 0
+    layer = int(Select(driver.find_element(By.ID, "layer")).first_selected_option
+                .get_attribute("value"))
+    totals = [sum(row[j] for heads in expected["attention"]["cross"]["weights"][layer]
+                  for row in heads) for j in range(K)]
+    key = totals.index(max(totals))
+    _hover(driver, _token(driver, "query", 0))
+    _wait(driver, lambda d: _count(d, "#head-view line.active") > 0,
+          "hovering a query token highlighted no line")
+    active = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#head-view line.active'))"
+        ".map(l => l.getAttribute('data-q'));")
+    assert set(active) == {"0"}
+    assert "hovering" in driver.find_element(By.ID, "head-view").get_attribute("class")
+    _hover(driver, _token(driver, "key", key))
+    _wait(driver, lambda d: set(d.execute_script(
+        "return Array.from(document.querySelectorAll('#head-view line.active'))"
+        ".map(l => l.getAttribute('data-k'));")) == {str(key)},
+        "hovering a key token did not highlight the lines into it")
+
+    # Model view: one cell per layer and head; a click sets the head view to it.
+    assert _count(driver, "#model-view [data-layer][data-head]") == num_layers * num_heads
+    head = num_heads - 1
+    cell = driver.find_element(By.CSS_SELECTOR,
+                               f'#model-view [data-layer="0"][data-head="{head}"]')
+    _scroll_to(driver, cell)
+    cell.click()
+    _wait(driver, lambda d: Select(d.find_element(By.ID, "layer")).first_selected_option
+          .get_attribute("value") == "0" and {line[0] for line in _lines(d)} == {str(head)},
+          "clicking a model-view cell did not set the head view's layer and head")
+    checked = [box.get_attribute("data-head") for box in
+               driver.find_elements(By.CSS_SELECTOR, "#heads input:checked")]
+    assert checked == [str(head)]
+    assert "selected" in driver.find_element(
+        By.CSS_SELECTOR, f'#model-view [data-layer="0"][data-head="{head}"]').get_attribute("class")
+
+    # Computation view for the last query: one row per key, weights sum to 1,
+    # and they are the model's weights.
+    query = Q - 1
+    token = _token(driver, "query", query)
+    _scroll_to(driver, token)
+    ActionChains(driver).move_to_element(token).click().perform()
+    _wait(driver, lambda d: Select(d.find_element(By.ID, "comp-query")).first_selected_option
+          .get_attribute("value") == str(query), "clicking a query did not select it")
+    rows = driver.find_elements(By.CSS_SELECTOR, "#computation-table tbody tr[data-key-index]")
+    assert len(rows) == K
+    weights = [float(cell.get_attribute("data-weight")) for cell in
+               driver.find_elements(By.CSS_SELECTOR, "#computation-table tbody td.weight")]
+    assert len(weights) == K
+    assert abs(sum(weights) - 1.0) <= 0.002, weights
+    model_weights = expected["attention"]["cross"]["weights"][0][head][query]
+    assert weights == pytest.approx(model_weights, abs=1e-6)
+    check = driver.find_element(By.ID, "computation-check").text
+    assert "Σ weights = 1.00" in check and "✓" in check, check
+    # Decoder self-attention is causal: the last row's keys are all visible,
+    # the first query's later keys are masked (−∞).
+    Select(driver.find_element(By.ID, "kind")).select_by_value("decoder_self")
+    Select(driver.find_element(By.ID, "comp-query")).select_by_value("0")
+    _wait(driver, lambda d: _count(d, "#computation-table tbody tr") == Q,
+          "the decoder self-attention table does not have one row per target token")
+    assert _count(driver, "#computation-table tbody tr.masked") == Q - 1
+    Select(driver.find_element(By.ID, "kind")).select_by_value("cross")
+    _wait(driver, lambda d: _count(d, "#computation-table tbody tr") == K,
+          "the computation view did not follow the kind")
+
+    screenshot = tmp_path / "playground.png"
+    _full_page_screenshot(driver, screenshot)
+    assert screenshot.stat().st_size > 10_000
+    if os.environ.get("PLAYGROUND_SCREENSHOT"):
+        shutil.copyfile(screenshot, os.environ["PLAYGROUND_SCREENSHOT"])
+
+    # Softmax sandbox: editing a number or the temperature moves the bars.
+    def bars(d):
+        return d.execute_script(
+            "return Array.from(document.querySelectorAll('#sandbox-bars .sandbox-bar > span'))"
+            ".map(s => s.style.width);")
+    before = bars(driver)
+    assert 4 <= len(before) <= 6
+    first = driver.find_element(By.CSS_SELECTOR, "#sandbox .sandbox-input")
+    _scroll_to(driver, first)
+    _set_value(first, "5")
+    _wait(driver, lambda d: bars(d) != before, "editing a sandbox number did not move the bars")
+    values = [float(v.get_attribute("data-value")) for v in
+              driver.find_elements(By.CSS_SELECTOR, "#sandbox-bars .value")]
+    assert sum(values) == pytest.approx(1.0, abs=1e-6) and values[0] == max(values)
+    before = bars(driver)
+    _set_value(driver.find_element(By.ID, "temperature-number"), "4")
+    _wait(driver, lambda d: bars(d) != before, "changing the temperature did not move the bars")
+    flatter = [float(v.get_attribute("data-value")) for v in
+               driver.find_elements(By.CSS_SELECTOR, "#sandbox-bars .value")]
+    assert max(flatter) < max(values)
+
+    # A one-word sentence renders too.
+    driver.execute_script("window.scrollTo(0, 0);")
+    _submit(driver, ONE_WORD, beam_size=1)
+    _wait_for_response(driver, ONE_WORD, "translate")
+    status, one = _api(base, "api/translate", {"text": ONE_WORD, "beam_size": 1})
+    assert _count(driver, '#head-view .token[data-side="key"]') == len(one["source_tokens"])
+
+    # An empty sentence: the API's error message, shown as an error.
+    status, error = _api(base, "api/translate", {"text": "", "beam_size": 2})
+    assert status == 400 and error["error"]
+    _submit(driver, "", beam_size=2)
+    _wait(driver, lambda d: "error" in d.find_element(By.ID, "status").get_attribute("class"),
+          "an empty sentence did not show an error")
+    assert error["error"] in driver.find_element(By.ID, "status").text
+
+    # My own translation: the model's probability of each of its tokens.
+    _submit(driver, SENTENCE, beam_size=2, target=FORCED_TARGET)
+    _wait_for_response(driver, SENTENCE, "forced")
+    status, forced = _api(base, "api/translate",
+                          {"text": SENTENCE, "beam_size": 2, "target": FORCED_TARGET})
+    assert status == 200 and forced["mode"] == "forced"
+    chips = driver.find_elements(By.CSS_SELECTOR, "#target-tokens .token")
+    assert len(chips) == len(forced["target_tokens"])
+    shown = [float(chip.get_attribute("data-probability")) for chip in chips]
+    assert shown == pytest.approx(forced["token_probabilities"], abs=1e-6)
+    assert all(0.0 <= p <= 1.0 and not math.isnan(p) for p in shown)
+    assert all(chip.find_element(By.CLASS_NAME, "prob").text.endswith("%") for chip in chips)
+    assert "error" not in driver.find_element(By.ID, "status").get_attribute("class")
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#translations li")) == 1
+
+    assert _severe_console_errors(driver) == []
+
+
+# -- the static export -------------------------------------------------------------------------
+
+
+def test_static_export(driver, playground_translator, tmp_path):
+    from keras_attention.playground import attention_html
+
+    path = tmp_path / "one.html"
+    path.write_text(attention_html(playground_translator, SENTENCE, beam_size=2),
+                    encoding="utf-8")
+
+    driver.get(path.as_uri())
+    _wait(driver, lambda d: _count(d, "#head-view line") > 0,
+          "the static export did not draw the head view")
+    note = driver.find_element(By.ID, "static-note")
+    assert note.is_displayed() and "Static export of one sentence" in note.text
+    assert not driver.find_element(By.ID, "translate-form").is_displayed()
+    assert driver.find_element(By.ID, "translations").get_attribute("data-source") == SENTENCE
+    assert _count(driver, "#translations li") >= 1
+    assert _count(driver, "#model-view [data-layer][data-head]") > 0
+    assert _count(driver, "#computation-table tbody tr[data-key-index]") > 0
+    assert "error" not in driver.find_element(By.ID, "status").get_attribute("class")
+    # Self-contained: the assets are inlined, and nothing points at the network.
+    assert _count(driver, "script[src], link[rel=stylesheet]") == 0
+    links = driver.execute_script(
+        "return Array.from(document.querySelectorAll('[src], [href]'))"
+        ".map(e => e.getAttribute('src') || e.getAttribute('href'));")
+    assert not [link for link in links if link.lower().startswith(("http:", "https:", "//"))]
+    fetched = driver.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name);")
+    assert not [name for name in fetched if name.startswith(("http:", "https:"))]
+    assert _severe_console_errors(driver) == []
