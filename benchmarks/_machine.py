@@ -30,3 +30,24 @@ def describe(info=None):
     info = info or cpu_info()
     flags = ", ".join(info["flags"]) or "no AVX2"
     return f"{info['model']}, {info['cpus']} CPUs ({flags})"
+
+
+def native_bfloat16(info=None):
+    """True where the processor has bfloat16 instructions (AVX-512 BF16 or
+    AMX); elsewhere bfloat16 math is emulated in float32 and slower."""
+    info = info or cpu_info()
+    return bool({"avx512_bf16", "amx_bf16"} & set(info["flags"]))
+
+
+def default_policies(info=None):
+    """The dtype policies worth timing here: float32, and mixed_bfloat16
+    only where the hardware has bfloat16 instructions."""
+    return ("float32", "mixed_bfloat16") if native_bfloat16(info) else ("float32",)
+
+
+def policy_label(policy, info=None):
+    """`policy`, marked "(emulated)" when it computes in bfloat16 without
+    bfloat16 instructions."""
+    if "bfloat16" in policy and not native_bfloat16(info):
+        return f"{policy} (emulated)"
+    return policy

@@ -24,7 +24,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from _timing import median_seconds  # noqa: E402  (benchmarks/, the script's folder)
+from _machine import cpu_info, describe  # noqa: E402  (benchmarks/, the script's folder)
+from _timing import median_seconds  # noqa: E402
 from keras_attention.decoding import beam_search, greedy_search  # noqa: E402
 from keras_attention.models import Transformer  # noqa: E402
 
@@ -99,6 +100,8 @@ def main(argv=None):
     same = np.array_equal(results["cached"]["tokens"], results["full_recompute"]["tokens"])
     ratio = results["cached"]["tokens_per_second"] / results["full_recompute"]["tokens_per_second"]
 
+    machine = cpu_info()
+    print(f"machine: {describe(machine)}")
     print(f"backend={keras.backend.backend()} preset={args.preset} "
           f"vocabulary={args.vocabulary_size} "
           f"batch={args.batch_size} source_length={args.source_length} "
@@ -113,7 +116,9 @@ def main(argv=None):
     if args.json:
         summary = {k: {m: v for m, v in r.items() if m != "tokens"} for k, r in results.items()}
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "backend": keras.backend.backend(), "results": summary,
+            json.dump({"args": vars(args), "machine": machine,
+                       "machine_description": describe(machine),
+                       "backend": keras.backend.backend(), "results": summary,
                        "ratio": ratio, "same_tokens": bool(same)}, f, indent=2)
     if not same:
         raise SystemExit("cached and full-recompute decoding returned different tokens")

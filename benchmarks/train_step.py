@@ -18,6 +18,11 @@ on and off:
 - `MultiHeadAttention` forward + backward time against
   `keras.layers.MultiHeadAttention` at the same shapes.
 
+The policies default to what the processor runs natively: float32, plus
+mixed_bfloat16 where it has bfloat16 instructions (AVX-512 BF16 or AMX);
+asked for on other processors, bfloat16 rows are marked "(emulated)". The
+JSON and the table name the processor and its instruction sets.
+
 Prints a table and writes JSON (--json). TensorFlow backend.
 
     python benchmarks/train_step.py [--batch-size 64] [--length 64] [--steps 10] [--json out.json]
@@ -26,7 +31,6 @@ Prints a table and writes JSON (--json). TensorFlow backend.
 import argparse
 import json
 import os
-import platform
 import time
 import warnings
 
@@ -40,6 +44,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository root on sys.path)
+from _machine import cpu_info, default_policies, describe, policy_label  # noqa: E402
 from _timing import interleaved_median_seconds, median_seconds  # noqa: E402  (benchmarks/, the script's folder)
 from keras_attention.layers import MultiHeadAttention  # noqa: E402
 from keras_attention.models import Transformer  # noqa: E402
@@ -195,10 +200,15 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=10, help="timed steps (median)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=POLICIES)
+    parser.add_argument("--policies", nargs="+", choices=POLICIES,
+                        help="dtype policies (default: float32, and mixed_bfloat16 where the "
+                        "processor has bfloat16 instructions)")
     parser.add_argument("--jit", nargs="+", default=["off", "on"], choices=["off", "on"])
     parser.add_argument("--json", help="write the results to this file")
     args = parser.parse_args(argv)
+    machine = cpu_info()
+    args.policies = args.policies or list(default_policies(machine))
+    print(f"machine: {describe(machine)}", flush=True)
 
     peaks = {p: matmul_peak("float32" if p == "float32" else "bfloat16") for p in args.policies}
     flops = step_flops(args.batch_size, args.length)
@@ -209,8 +219,9 @@ def main(argv=None):
                                      args.length, args.steps, args.warmup):
                 row["flops_per_second"] = flops / row["step_seconds"]
                 row["fraction_of_matmul_peak"] = row["flops_per_second"] / peaks[policy]
+                row["policy_label"] = policy_label(policy, machine)
                 rows.append(row)
-                print(f"{row['model']:16} {policy:15} jit={jit:3}  "
+                print(f"{row['model']:16} {row['policy_label']:26} jit={jit:3}  "
                       f"{row['tokens_per_second']:9.0f} tokens/s"
                       f"  {row['fraction_of_matmul_peak']:6.1%} of peak", flush=True)
     attention = {
@@ -219,7 +230,7 @@ def main(argv=None):
     best = {name: max((r for r in rows if r["model"] == name), key=lambda r: r["tokens_per_second"])
             for name in args.models}
     result = {
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
+        "machine": machine, "machine_description": describe(machine),
         "tensorflow": tf.__version__, "keras": keras.__version__,
         "keras_hub": keras_hub.__version__,
         "date": time.strftime("%Y-%m-%d"), "size": SIZE, "batch_size": args.batch_size,
@@ -233,9 +244,10 @@ def main(argv=None):
     print(f"model: {SIZE}; batch {args.batch_size} x ({args.length} source + {args.length} "
           f"target) tokens; {flops / 1e9:.1f} GFLOP per step")
     print("matmul peak: " + ", ".join(f"{p} {v / 1e9:.0f} GFLOP/s" for p, v in peaks.items()))
-    print(f"\n{'model':16} {'policy':15} {'jit':4} {'tokens/s':>9} {'GFLOP/s':>8} {'of peak':>8}")
+    print(f"\nmachine: {describe(machine)}")
+    print(f"{'model':16} {'policy':26} {'jit':4} {'tokens/s':>9} {'GFLOP/s':>8} {'of peak':>8}")
     for r in rows:
-        print(f"{r['model']:16} {r['policy']:15} {('on' if r['jit'] else 'off'):4} "
+        print(f"{r['model']:16} {r['policy_label']:26} {('on' if r['jit'] else 'off'):4} "
               f"{r['tokens_per_second']:9.0f} {r['flops_per_second'] / 1e9:8.1f} "
               f"{r['fraction_of_matmul_peak']:8.1%}")
     if len(best) == 2:
@@ -250,7 +262,8 @@ def main(argv=None):
     print("\nMultiHeadAttention forward+backward (causal self-attention, "
           f"[{args.batch_size}, {args.length}, {SIZE['d_model']}], {SIZE['heads']} heads):")
     for policy, times in attention.items():
-        print(f"  {policy:15} keras_attention {times['keras_attention'] * 1e3:7.2f} ms   "
+        print(f"  {policy_label(policy, machine):26} "
+              f"keras_attention {times['keras_attention'] * 1e3:7.2f} ms   "
               f"keras.layers {times['keras'] * 1e3:7.2f} ms   ratio "
               f"{times['keras'] / times['keras_attention']:.2f}x")
     if args.json:
