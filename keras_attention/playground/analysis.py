@@ -7,6 +7,7 @@ in the README) and what `attention_html` embeds in a self-contained page.
 """
 
 import time
+import weakref
 
 import numpy as np
 import tensorflow as tf
@@ -18,6 +19,16 @@ MAX_TEXT_LENGTH = 1000  # characters of `text` and of `target`
 MAX_BEAM_SIZE = 16
 KINDS = ("encoder_self", "decoder_self", "cross")
 _DIGITS = 5  # significant digits of the numbers sent
+# `Transformer.attention_details` traced once per model (eagerly it takes
+# ~60% of a request).
+_DETAILS = weakref.WeakKeyDictionary()
+
+
+def _attention_details(model, encoder_tokens, decoder_tokens):
+    if model not in _DETAILS:
+        _DETAILS[model] = tf.function(model.attention_details, input_signature=[
+            tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)])
+    return _DETAILS[model](encoder_tokens, decoder_tokens)
 
 
 def model_info(model):
@@ -105,7 +116,7 @@ def analyze(translator, text, beam_size=None, target=None):
                                        limit).to_list()[0]
         translations = None  # scored below, from the same pass
     input_ids = [START_ID] + output_ids[:-1]
-    details = model.attention_details(encoder_tokens, np.asarray([input_ids], np.int32))
+    details = _attention_details(model, encoder_tokens, np.asarray([input_ids], np.int32))
 
     logits = _numpy(details["logits"])[0]  # [T, V]
     log_probs = logits - _logsumexp(logits)
