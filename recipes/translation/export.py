@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
-"""Export a trained run as a SavedModel for TensorFlow Serving.
+"""Export a trained run as a SavedModel for TensorFlow Serving, or convert it
+to CTranslate2.
 
-Writes <export-dir>/<version>/ with the signature `serving_default`:
-text (tf.string [batch]) -> translation (tf.string [batch]), score (float32 [batch]).
-Tokenization, cached beam search and detokenization run inside the graph,
-which needs only TensorFlow and TensorFlow Text ops. The Keras model and the
-vocabularies are copied to <version>/assets.extra/.
+--format savedmodel (the default) writes <export-dir>/<version>/ with the
+signature `serving_default`: text (tf.string [batch]) -> translation
+(tf.string [batch]), score (float32 [batch]). Tokenization, cached beam search
+and detokenization run inside the graph, which needs only TensorFlow and
+TensorFlow Text ops. The Keras model and the vocabularies are copied to
+<version>/assets.extra/.
+
+--format ctranslate2 writes a CTranslate2 model directory (model.bin,
+config.json, the vocabularies; `pip install ctranslate2`), optionally with
+--quantization int8. CTranslate2 chooses the beam size and length penalty
+when it translates (see keras_attention.export.translate_with_ctranslate2).
 
 Examples:
   python recipes/translation/export.py --workdir runs/translation
@@ -13,6 +20,8 @@ Examples:
       --export-dir /models/translator --version 7
   saved_model_cli run --dir runs/translation/export/1 --tag_set serve \\
       --signature_def serving_default --input_exprs 'text=["The red book."]'
+  python recipes/translation/export.py --workdir runs/translation --format ctranslate2 \\
+      --quantization int8          # -> runs/translation/ctranslate2-int8/
 """
 
 import argparse
@@ -24,6 +33,13 @@ if not __package__:  # run as a file, not with `python -m recipes.translation.ex
 
 from recipes.translation.config import positive_int  # noqa: E402
 
+# CTranslate2's weight types (keras_attention.export.ctranslate2.QUANTIZATIONS;
+# listed here so that --help needs no TensorFlow).
+QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16",
+                 "float16", "bfloat16", "float32")
+SAVEDMODEL_ONLY = ("version", "beam_size", "length_penalty", "max_output_length",
+                   "dtype_policy")
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
@@ -32,8 +48,12 @@ def main(argv=None):
     parser.add_argument("--workdir", required=True, help="the run directory of train.py")
     parser.add_argument("--checkpoint", help="a checkpoints/ckpt-<step>.weights.h5 file "
                         "(default: the run's final model.keras)")
-    parser.add_argument("--export-dir", help="TF Serving's model base path "
-                        "(default: <workdir>/export)")
+    parser.add_argument("--format", choices=("savedmodel", "ctranslate2"), default="savedmodel",
+                        help="a SavedModel for TF Serving, or a CTranslate2 model directory "
+                        "(default: savedmodel)")
+    parser.add_argument("--export-dir", help="TF Serving's model base path (default: "
+                        "<workdir>/export); with --format ctranslate2, the model directory "
+                        "(default: <workdir>/ctranslate2[-<quantization>])")
     parser.add_argument("--version", type=int, help="version folder (default: the next number)")
     parser.add_argument("--beam-size", type=positive_int,
                         help="beam size (default: the run's; 1: greedy)")
@@ -44,7 +64,20 @@ def main(argv=None):
     parser.add_argument("--dtype-policy", choices=("float32", "mixed_bfloat16", "mixed_float16"),
                         help="serve under this precision (default: the model's; float32 "
                         "suits CPUs without bfloat16 instructions)")
+    parser.add_argument("--quantization", choices=QUANTIZATIONS,
+                        help="CTranslate2 weight type, e.g. int8 (default: float32; "
+                        "--format ctranslate2 only)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing CTranslate2 model directory "
+                        "(--format ctranslate2 only)")
     args = parser.parse_args(argv)
+    if args.format == "ctranslate2":
+        given = [n for n in SAVEDMODEL_ONLY if getattr(args, n) is not None]
+        if given:
+            parser.error(f"--{given[0].replace('_', '-')} applies to --format savedmodel only "
+                         "(CTranslate2 takes the decoding settings when it translates).")
+    elif args.quantization is not None or args.overwrite:
+        parser.error("--quantization and --overwrite apply to --format ctranslate2 only.")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 
     from recipes._startup import import_tensorflow
@@ -58,9 +91,15 @@ def main(argv=None):
             ("beam_size", args.beam_size), ("length_penalty", args.length_penalty),
             ("max_output_length", args.max_output_length)) if value is not None}
         translator = translator.with_settings(**overrides)
-        path = translator.export(args.export_dir or os.path.join(args.workdir, "export"),
-                                 version=args.version, dtype_policy=args.dtype_policy)
-    except (ValueError, OSError) as e:
+        if args.format == "ctranslate2":
+            name = "ctranslate2" + (f"-{args.quantization}" if args.quantization else "")
+            path = translator.export_ctranslate2(
+                args.export_dir or os.path.join(args.workdir, name),
+                quantization=args.quantization, overwrite=args.overwrite)
+        else:
+            path = translator.export(args.export_dir or os.path.join(args.workdir, "export"),
+                                     version=args.version, dtype_policy=args.dtype_policy)
+    except (ValueError, OSError, ImportError) as e:  # ImportError: no ctranslate2
         parser.exit(2, f"error: {e}\n")
     print(f"Exported to {path}")
 
