@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention._validation import check_positive_int
-from keras_attention.data.tokenizers import END_ID, START_ID
+from keras_attention.data.tokenizers import END_ID, START_ID, append_token, prepend_token
 
 LENGTH_POLICIES = ("drop", "truncate")
 _TOKENIZE_BATCH = 256
@@ -45,13 +45,10 @@ def _encode(source_tokenizer, target_tokenizer):
     def encode(sources, targets):
         source = source_tokenizer.tokenize(sources)  # [b, None]
         target = target_tokenizer.tokenize(targets)
-        rows = source.nrows()
-        end = tf.fill([rows, 1], END_ID)
-        start = tf.fill([rows, 1], START_ID)
         return (
-            tf.concat([source, end], axis=1),
-            tf.concat([start, target], axis=1),
-            tf.concat([target, end], axis=1),
+            append_token(source, END_ID),
+            prepend_token(target, START_ID),
+            append_token(target, END_ID),
         )
 
     return encode

@@ -415,8 +415,32 @@ def tokenize_with_end(tokenizer, texts, max_length):
     An empty or whitespace-only text gives `[END]` alone.
     """
     ids = tokenizer.tokenize(texts)[:, : max_length - 1]  # [B, None]; bad UTF-8 -> U+FFFD
-    end = tf.fill([ids.nrows(), 1], tf.constant(END_ID, ids.dtype))  # [B, 1]
-    return tf.concat([ids, end], axis=1)  # [B, None]
+    return append_token(ids, END_ID)  # [B, None]
+
+
+# Adding a token to every row of a ragged batch. `tf.concat` of ragged rows
+# along axis 1 transposes their integer row lengths, which oneDNN runs only
+# with AVX-512: elsewhere TensorFlow logs "E0000 ... oneDNN supports DT_INT64
+# only on platforms with AVX-512" on a healthy run. These go through a padded
+# dense batch instead (concat and select: no integer transpose).
+
+
+def append_token(ids, token):
+    """Ragged `[B, None]` ids with `token` after each row's last id."""
+    lengths = ids.row_lengths()  # [B]
+    dense = ids.to_tensor()  # [B, L]
+    dense = tf.concat([dense, tf.zeros_like(dense[:, :1])], axis=1)  # [B, L + 1]
+    columns = tf.range(tf.shape(dense, out_type=lengths.dtype)[1], dtype=lengths.dtype)
+    dense = tf.where(columns[None, :] == lengths[:, None], tf.constant(token, dense.dtype), dense)
+    return tf.RaggedTensor.from_tensor(dense, lengths=lengths + 1)
+
+
+def prepend_token(ids, token):
+    """Ragged `[B, None]` ids with `token` before each row's first id."""
+    dense = ids.to_tensor()  # [B, L]
+    first = tf.fill([tf.shape(dense)[0], 1], tf.constant(token, dense.dtype))
+    return tf.RaggedTensor.from_tensor(tf.concat([first, dense], axis=1),
+                                       lengths=ids.row_lengths() + 1)
 
 
 def train_tokenizer(texts, vocabulary_size, algorithm="wordpiece", lowercase=False, name=None):

@@ -107,9 +107,8 @@ def beam_search(
     def last_tokens(state, i):
         return ops.slice(state[0], (0, i), (rows, 1))  # [B*K, 1]
 
-    def gather(x, index):  # x [B, M, ...], index [B, N] -> [B, N, ...]
-        index = ops.reshape(index, ops.shape(index) + (1,) * (len(x.shape) - 2))
-        return ops.take_along_axis(x, index, axis=1)
+    def gather(x, index):
+        return _gather_rows(x, index, batch_size)
 
     def update(state, i, logits):
         sequences, alive_log_probs, fin_seq, fin_scores, fin_flags = state
@@ -185,6 +184,17 @@ def _n_best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, n, max_l
     index = ops.where(slot < finished, slot, k + slot - finished)  # [B, n]
     pool_seq = ops.concatenate([fin_seq, alive_seq], axis=1)  # [B, 2K, L + 1]
     pool_scores = ops.concatenate([fin_scores, alive_scores], axis=1)  # [B, 2K]
-    tokens = ops.take_along_axis(pool_seq, index[:, :, None], axis=1)[:, :, 1:]  # [B, n, L]
-    scores = ops.take_along_axis(pool_scores, index, axis=1)  # [B, n]
+    tokens = _gather_rows(pool_seq, index, batch_size)[:, :, 1:]  # [B, n, L]
+    scores = _gather_rows(pool_scores, index, batch_size)  # [B, n]
     return tokens, scores
+
+
+def _gather_rows(x, index, batch_size):
+    """`x[b, index[b, n], ...]`: x `[B, M, ...]` (M static), index `[B, N]` ->
+    `[B, N, ...]`. One gather over the flattened rows: `take_along_axis`
+    transposes, and on CPUs without AVX-512 TensorFlow logs an error line the
+    first time oneDNN is asked to transpose int32 (then runs its own kernel)."""
+    m = x.shape[1]
+    flat = ops.reshape(x, (-1,) + tuple(x.shape[2:]))  # [B*M, ...]
+    rows = index + ops.arange(batch_size, dtype=index.dtype)[:, None] * m  # [B, N]
+    return ops.take(flat, rows, axis=0)

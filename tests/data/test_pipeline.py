@@ -178,3 +178,41 @@ def test_bad_arguments(pairs, tokenizers, kwargs, match):
     kwargs = {"max_length": 64, **kwargs}
     with pytest.raises(ValueError, match=match):
         make_batches(pairs, *tokenizers, **kwargs)
+
+
+ONEDNN_FALLBACKS = """
+import numpy as np, tensorflow as tf
+from keras_attention.data import make_batches, train_tokenizers
+from keras_attention.data.tokenizers import tokenize_with_end
+from keras_attention.decoding import beam_search
+from keras_attention.models import Transformer
+from tests.helpers import ENGLISH, SPANISH
+
+pairs = tf.data.Dataset.from_tensor_slices((ENGLISH, SPANISH))
+source, target = train_tokenizers(pairs, vocabulary_size=200)
+ids = tokenize_with_end(source, tf.constant(ENGLISH), 16).to_tensor().numpy()
+for _ in make_batches(pairs, source, target, max_length=16, batch_tokens=64, training=False):
+    pass
+model = Transformer.from_preset("tiny", encoder_vocabulary_size=source.vocabulary_size,
+                                decoder_vocabulary_size=target.vocabulary_size, max_length=16)
+beam_search(model, ids.astype("int32"), 8, 1, 2, beam_size=3, num_return_sequences=2)
+print("ok")
+"""
+
+
+def test_no_onednn_fallback_error_lines(tmp_path):
+    """Tokenizing, batching and beam search transpose no int32/int64 tensor:
+    oneDNN runs those only with AVX-512, and elsewhere TensorFlow logs
+    "E0000 ... oneDNN supports DT_INT64 only on platforms with AVX-512" on a
+    healthy run. ONEDNN_MAX_CPU_ISA=AVX2 makes any processor behave so."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2", "TF_CPP_MIN_LOG_LEVEL": "0",
+           "KERAS_BACKEND": "tensorflow", "PYTHONPATH": root}
+    result = subprocess.run([sys.executable, "-c", ONEDNN_FALLBACKS], capture_output=True,
+                            text=True, timeout=300, env=env, cwd=root, check=False)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+    assert "oneDNN supports DT_" not in result.stderr, result.stderr[-3000:]
