@@ -23,13 +23,22 @@ def cpu_info():
                     break
     except OSError:
         pass
-    return {"model": model, "cpus": os.cpu_count(), "flags": [f for f in FLAGS if f in flags]}
+    info = {"model": model, "cpus": os.cpu_count(), "flags": [f for f in FLAGS if f in flags]}
+    # ONEDNN_MAX_CPU_ISA=AVX2 makes oneDNN (TensorFlow's CPU kernels) use AVX2
+    # only: how this repository measures AVX2-only processors on newer ones.
+    limit = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    if limit and not limit.startswith(("AVX512", "AVX10", "ALL", "DEFAULT")):
+        info["onednn_max_cpu_isa"] = limit
+        info["flags"] = [f for f in info["flags"] if not f.startswith(("avx512", "amx"))]
+    return info
 
 
 def describe(info=None):
     info = info or cpu_info()
     flags = ", ".join(info["flags"]) or "no AVX2"
-    return f"{info['model']}, {info['cpus']} CPUs ({flags})"
+    limit = info.get("onednn_max_cpu_isa")
+    limited = f"; oneDNN limited to {limit} by ONEDNN_MAX_CPU_ISA" if limit else ""
+    return f"{info['model']}, {info['cpus']} CPUs ({flags}{limited})"
 
 
 def native_bfloat16(info=None):
