@@ -28,6 +28,26 @@ def test_train_step_benchmark_runs(tmp_path):
     assert {r["model"] for r in data["rows"]} == {"keras_attention", "keras_hub"}
     assert data["ratio_best_keras_attention_to_best_keras_hub"] > 0
     assert "best keras_attention" in result.stdout
+    assert data["machine"]["cpus"] >= 1 and "CPUs" in data["machine_description"]
+
+
+def test_machine_records_an_avx2_limit(monkeypatch):
+    """ONEDNN_MAX_CPU_ISA=AVX2 (an AVX2-only processor measured on a newer
+    one) drops the AVX-512 and AMX flags and the bfloat16 policies."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import _machine
+    finally:
+        sys.path.pop(0)
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    info = _machine.cpu_info()
+    assert info["onednn_max_cpu_isa"] == "AVX2"
+    assert not [f for f in info["flags"] if f.startswith(("avx512", "amx"))]
+    assert _machine.default_policies(info) == ("float32",)
+    assert _machine.policy_label("mixed_bfloat16", info) == "mixed_bfloat16 (emulated)"
+    assert "oneDNN limited to AVX2" in _machine.describe(info)
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+    assert "onednn_max_cpu_isa" not in _machine.cpu_info()
 
 
 def test_profile_train_step_runs():
