@@ -33,8 +33,10 @@ EXPORT = os.path.join(ROOT, "recipes", "translation", "export.py")
 
 
 def cli_flags(config):
-    """The command-line flags that reproduce `config` from the bundled preset."""
-    flags = []
+    """The command-line flags that reproduce `config`: `--preset bundled` (with
+    --train-files the CLI would start from `own_corpus`), then every field
+    that differs from it."""
+    flags = ["--preset", "bundled"]
     for field in dataclasses.fields(config):
         value = getattr(config, field.name)
         if value == getattr(PRESETS["bundled"], field.name):
@@ -80,6 +82,13 @@ def test_config_layering():
     assert tsv.tsv_columns == (1, 0) and tsv.holdout == (0.1, 500.0)
     assert tsv.time_budget == 60.0 and tsv.tokenizer == "sentencepiece"
     assert TranslationConfig.from_json(tsv.to_json()) == tsv
+
+
+def test_cli_flags_reproduce_the_tests_config(text_files):
+    """The subprocess tests' flags resolve to their config, although the
+    bundled defaults (400 steps, 2 layers) and own_corpus' differ."""
+    config = tiny_config(text_files, steps=400, steps_per_epoch=200, backup_every_steps=20)
+    assert parse(cli_flags(config)) == config
 
 
 def test_choices_agree_with_the_library():
