@@ -177,6 +177,7 @@ def _handler(playground):
             path = self.path.split("?", 1)[0]
             try:
                 if path != "/api/translate":
+                    self._discard_body()  # keep the connection's next request readable
                     raise RequestError(404 if path.startswith("/api/") else 405,
                                        f"POST goes to /api/translate, not {path!r}.")
                 request = self._read_json()
