@@ -10,8 +10,6 @@ the searches' own: log P(Y|X) / lp(Y) with the GNMT length penalty.
 
 import json
 import os
-import shutil
-import tempfile
 import time
 import weakref
 
@@ -19,7 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_attention._io import atomic_write_text
+from keras_attention._io import atomic_directory, atomic_write_text
 from keras_attention._validation import check_non_negative, check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import (
@@ -353,13 +351,7 @@ class Translator:
         from keras_attention import __version__
 
         preset_dir = os.fspath(preset_dir)
-        if os.path.exists(preset_dir) and (not os.path.isdir(preset_dir) or (
-                os.listdir(preset_dir) and not overwrite)):
-            raise FileExistsError(f"{preset_dir} exists; pass overwrite=True to replace it.")
-        parent = os.path.dirname(os.path.abspath(preset_dir))
-        os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".preset-", dir=parent)
-        try:
+        with atomic_directory(preset_dir, overwrite) as tmp:
             config = keras.saving.serialize_keras_object(self.model)
             for key in ("compile_config", "build_config"):  # as keras-hub's saver
                 config.pop(key, None)
@@ -377,12 +369,6 @@ class Translator:
                 "parameter_count": self.model.count_params(),
                 "date_saved": time.strftime("%Y-%m-%d@%H:%M:%S"),
             })
-            if os.path.isdir(preset_dir):
-                shutil.rmtree(preset_dir)
-            os.replace(tmp, preset_dir)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         return preset_dir
 
     def export(self, export_dir, version=None, dtype_policy=None, verbose=False):

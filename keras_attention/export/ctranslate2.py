@@ -60,13 +60,12 @@ What differs (documented, not hidden):
 """
 
 import os
-import shutil
-import tempfile
 
 import numpy as np
 from keras import ops
 
 from keras_attention._constants import END_ID, PAD_ID, RESERVED_TOKENS, START_ID, UNK_ID
+from keras_attention._io import atomic_directory, check_replaceable
 from keras_attention._validation import check_non_negative, check_positive_int
 
 # CTranslate2's weight types (`ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES`,
@@ -317,9 +316,7 @@ def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, qu
         raise ValueError(f"Unknown quantization={quantization!r}; CTranslate2 "
                          f"{ctranslate2.__version__} accepts {list(ACCEPTED_MODEL_TYPES)}.")
     output_dir = os.fspath(output_dir)
-    if os.path.exists(output_dir) and (not os.path.isdir(output_dir) or (
-            os.listdir(output_dir) and not overwrite)):
-        raise FileExistsError(f"{output_dir} exists; pass overwrite=True to replace it.")
+    check_replaceable(output_dir, overwrite)  # before building the spec, which takes a while
     spec = build_spec(model, source_tokenizer, target_tokenizer)  # errors before any file
 
     class _SpecConverter(Converter):
@@ -328,17 +325,8 @@ def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, qu
         def _load(self):
             return spec
 
-    parent = os.path.dirname(os.path.abspath(output_dir))
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".ctranslate2-", dir=parent)
-    try:
+    with atomic_directory(output_dir, overwrite) as tmp:
         _SpecConverter().convert(tmp, quantization=quantization, force=True)
-        if os.path.isdir(output_dir):
-            shutil.rmtree(output_dir)
-        os.replace(tmp, output_dir)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return output_dir
 
 
