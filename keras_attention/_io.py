@@ -24,17 +24,17 @@ def check_replaceable(directory, overwrite=False):
 
 
 @contextlib.contextmanager
-def atomic_directory(directory, overwrite=False):
-    """Yields a temporary folder next to `directory` to write into; when the
-    block ends it becomes `directory` (replacing an existing one), and when
-    the block raises it is removed: the directory appears complete or not
-    at all. An existing non-empty `directory` (or a file there) raises
-    FileExistsError first, unless `overwrite`."""
+def atomic_directory(directory, prefix, overwrite=False):
+    """Yields a temporary folder (named `prefix`...) next to `directory` to
+    write into; when the block ends it becomes `directory` (replacing an
+    existing one), and when the block raises it is removed: the directory
+    appears complete or not at all. An existing non-empty `directory` (or a
+    file there) raises FileExistsError first, unless `overwrite`."""
     directory = os.fspath(directory)
     check_replaceable(directory, overwrite)
     parent = os.path.dirname(os.path.abspath(directory))
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(directory)}-", dir=parent)
+    tmp = tempfile.mkdtemp(prefix=prefix, dir=parent)
     try:
         yield tmp
         if os.path.isdir(directory):

@@ -351,7 +351,7 @@ class Translator:
         from keras_attention import __version__
 
         preset_dir = os.fspath(preset_dir)
-        with atomic_directory(preset_dir, overwrite) as tmp:
+        with atomic_directory(preset_dir, ".preset-", overwrite) as tmp:
             config = keras.saving.serialize_keras_object(self.model)
             for key in ("compile_config", "build_config"):  # as keras-hub's saver
                 config.pop(key, None)

@@ -325,7 +325,7 @@ def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, qu
         def _load(self):
             return spec
 
-    with atomic_directory(output_dir, overwrite) as tmp:
+    with atomic_directory(output_dir, ".ctranslate2-", overwrite) as tmp:
         _SpecConverter().convert(tmp, quantization=quantization, force=True)
     return output_dir
 
