@@ -74,10 +74,8 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
         The final state.
     """
     if use_cache:
-        cache = model.initialize_cache(encoder_outputs, max_length)
-
-        def cond(i, state, cache):
-            return ops.logical_and(i < max_length, keep_going(state, i))
+        lengths = cache_lengths(max_length)
+        cache = model.initialize_cache(encoder_outputs, lengths[0])
 
         def body(i, state, cache):
             logits, cache = model.decode_step(last_tokens(state, i), i, cache, encoder_mask)
@@ -86,7 +84,15 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
                 cache = reorder_cache(cache, order)
             return i + 1, state, cache
 
-        _, state, _ = ops.while_loop(cond, body, (ops.convert_to_tensor(0, "int32"), state, cache))
+        i = ops.convert_to_tensor(0, "int32")
+        for n, length in enumerate(lengths):
+            if n:  # a longer cache for the next positions (a no-op loop once done)
+                cache = _grow_self_attention_caches(cache, length)
+
+            def cond(i, state, cache, length=length):
+                return ops.logical_and(i < length, keep_going(state, i))
+
+            i, state, cache = ops.while_loop(cond, body, (i, state, cache))
         return state
 
     for i in range(max_length):  # the prefix grows: one more position each step
@@ -96,6 +102,34 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
         logits = model.decode_full(prefix, encoder_outputs, encoder_mask)[:, -1, :]
         state, _ = update(state, i, _without_padding(logits))
     return state
+
+
+def cache_lengths(max_length, first=16):
+    """The self-attention cache lengths the cached loop goes through: 16, 32,
+    64, ... below `max_length`, then `max_length`.
+
+    Each step attends over, reorders and writes the whole fixed-length cache
+    (fixed shapes: one compiled loop body), so a cache of `max_length` slots
+    makes short outputs pay for long ones. The loop instead runs positions
+    [0, 16) over a 16-slot cache, then [16, 32) over 32 slots, and so on: at
+    most twice the slots in use, and the same result (the slots after the
+    current position are masked out, their weights are exactly 0).
+    """
+    lengths = []
+    while first < max_length:
+        lengths.append(first)
+        first *= 2
+    return tuple(lengths) + (max_length,)
+
+
+def _grow_self_attention_caches(cache, length):
+    """The caches of `Transformer.initialize_cache` with the self-attention
+    ones padded with zero slots to `length` (the cross-attention ones kept)."""
+    def pad(c):  # [B, L, K, H] -> [B, length, K, H]
+        return ops.pad(c, ((0, 0), (0, length - c.shape[1]), (0, 0), (0, 0)))
+
+    return tuple((tuple(pad(c) for c in self_cache), cross_cache)
+                 for self_cache, cross_cache in cache)
 
 
 def _without_padding(logits):

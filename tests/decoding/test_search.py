@@ -5,7 +5,8 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.decoding import beam_search, greedy_search, search
+from keras_attention.decoding import _loop, beam_search, greedy_search, search
+from keras_attention.decoding._loop import cache_lengths
 from keras_attention.layers import without_xla_ops
 from keras_attention.models import Transformer
 from tests import references
@@ -82,6 +83,32 @@ def test_cached_decoding_equals_full_recomputation(trained, search):
             slow = beam_search(model, src, 9, START, END, beam_size=3, use_cache=False)
         np.testing.assert_array_equal(to_numpy(fast[0]), to_numpy(slow[0]))
         np.testing.assert_allclose(to_numpy(fast[1]), to_numpy(slow[1]), rtol=1e-5, atol=1e-5)
+
+
+def test_cache_lengths_double_up_to_max_length():
+    assert cache_lengths(64) == (16, 32, 64)
+    assert cache_lengths(100) == (16, 32, 64, 100)
+    assert cache_lengths(16) == (16,)
+    assert cache_lengths(9) == (9,)
+    assert cache_lengths(17) == (16, 17)
+
+
+@pytest.mark.parametrize("search", [greedy_search, beam_search])
+def test_growing_cache_equals_one_full_length_cache(search, monkeypatch):
+    """Outputs of 36 tokens (an untrained model never ends) cross the cache
+    lengths 16 and 32, and give the same tokens and scores as a search over
+    one cache of max_length slots (which `test_cached_decoding_equals_full_
+    recomputation` checks against the full pass; recomputing 36 prefixes
+    here would take minutes on JAX)."""
+    src, _ = reverse_task(np.random.default_rng(5), 3)
+    model = tiny_model()
+    kwargs = {"beam_size": 2} if search is beam_search else {}
+    tokens, scores = search(model, src, 36, START, END, **kwargs)
+    assert (to_numpy(tokens) != 0).sum(axis=1).max() > 32  # ran past both growths
+    monkeypatch.setattr(_loop, "cache_lengths", lambda max_length: (max_length,))
+    one_tokens, one_scores = search(model, src, 36, START, END, **kwargs)
+    np.testing.assert_array_equal(to_numpy(tokens), to_numpy(one_tokens))
+    np.testing.assert_allclose(to_numpy(scores), to_numpy(one_scores), rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("search", [greedy_search, beam_search])
