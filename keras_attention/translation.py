@@ -32,44 +32,83 @@ from keras_attention.decoding import search
 from keras_attention.layers import xla_ops_allowed
 
 
-def _pad_to_bucket(rows, boundaries):
-    """int32 `[B, L]` with L the smallest boundary that fits (few distinct shapes)."""
+def _pad_to_bucket(rows, boundaries, batch_size=None):
+    """int32 `[B, L]` with L the smallest boundary that fits (few distinct
+    shapes). With `batch_size`, B is that many rows: the first row repeated
+    fills the rest (a copy ends when its original does)."""
     longest = max(len(r) for r in rows)
     length = next((b for b in boundaries if b >= longest), longest)
-    out = np.zeros((len(rows), length), np.int32)
+    out = np.zeros((max(len(rows), batch_size or 0), length), np.int32)
     for i, row in enumerate(rows):
         out[i, : len(row)] = row
+    out[len(rows):] = out[0]
     return out
+
+
+def _compiled_batch_size(rows, batch_size):
+    """Rows of a batch the XLA-compiled search runs: the next power of two,
+    at most `batch_size`. XLA compiles once per shape, so a handful of batch
+    sizes (times the bucket lengths) bounds the compilations."""
+    return min(batch_size, 1 << (rows - 1).bit_length())
 
 
 # Compiled searches per model and settings: repeated `translate` calls reuse
 # the traced graphs instead of tracing a new tf.function each time.
 _SEARCHES = weakref.WeakKeyDictionary()
+# The tokenizers' graphs: eager TF Text ops cost ~10 ms per call, their
+# tf.function ~1 ms (it matters for one sentence at a time).
+_TOKENIZE = weakref.WeakKeyDictionary()
+_DETOKENIZE = weakref.WeakKeyDictionary()
 
 
-def _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences):
+def _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences,
+                     jit_compile=False):
+    """The search as a tf.function with one trace for every `[B, S]`; with
+    `jit_compile`, XLA compiles it (once per concrete shape): one fused
+    program per decoding step instead of ~1,700 graph ops run one by one."""
     key = (beam_size, length_penalty, max_length, num_return_sequences,
-           xla_ops_allowed())  # read when traced
+           xla_ops_allowed(), bool(jit_compile))  # read when traced
     searches = _SEARCHES.setdefault(model, {})
     if key not in searches:
         searches[key] = tf.function(
             lambda tokens: search(model, tokens, max_length, START_ID, END_ID, beam_size,
                                   length_penalty, num_return_sequences),
             input_signature=[tf.TensorSpec([None, None], tf.int32)],
+            jit_compile=bool(jit_compile),
         )
     return searches[key]
 
 
+def _tokenize_fn(tokenizer, max_length):
+    """`strings [N] -> ragged ids` (`tokenize_with_end`) as a tf.function."""
+    fns = _TOKENIZE.setdefault(tokenizer, {})
+    if max_length not in fns:
+        fns[max_length] = tf.function(
+            lambda texts: tokenize_with_end(tokenizer, texts, max_length),
+            input_signature=[tf.TensorSpec([None], tf.string)])
+    return fns[max_length]
+
+
+def _detokenize_fn(tokenizer):
+    """`ids [..., L] -> strings [...]` as a tf.function."""
+    if tokenizer not in _DETOKENIZE:
+        _DETOKENIZE[tokenizer] = tf.function(
+            tokenizer.detokenize, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    return _DETOKENIZE[tokenizer]
+
+
 def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
               length_penalty=0.6, max_length=None, batch_size=64, verbose=1,
-              num_return_sequences=None):
+              num_return_sequences=None, jit_compile=False):
     """Translates `sentences` (a list of str) with beam search (greedy for
     `beam_size=1`).
 
     Sentences are sorted by length and batched, sources longer than the
     model's `max_length` are truncated (keeping `[END]`), and each batch is
     padded to a bucket length, so the compiled search is traced a bounded
-    number of times. `verbose=1` shows a progress bar.
+    number of times. With `jit_compile`, the search is compiled by XLA and
+    each batch is also padded to a power-of-two number of rows (XLA
+    compiles once per shape). `verbose=1` shows a progress bar.
 
     Returns:
         `(translations, scores)`: lists of str and float in the input order;
@@ -83,23 +122,27 @@ def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
         return [], []
     limit = model.max_length
     max_length = min(max_length or limit, limit)
-    ids = tokenize_with_end(source_tokenizer, tf.constant(sentences), limit).to_list()
+    ids = _tokenize_fn(source_tokenizer, limit)(tf.constant(sentences)).to_list()
     order = np.argsort([len(row) for row in ids], kind="stable")
     boundaries = default_bucket_boundaries(limit)
 
-    search = _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences)
+    search = _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences,
+                              jit_compile)
+    detokenize = _detokenize_fn(target_tokenizer)
 
     translations, scores = [None] * len(sentences), [0.0] * len(sentences)
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     progbar = keras.utils.Progbar(len(sentences), unit_name="sentence") if verbose else None
     for batch in batches:
-        tokens, batch_scores = search(_pad_to_bucket([ids[i] for i in batch], boundaries))
+        rows = _compiled_batch_size(len(batch), batch_size) if jit_compile else None
+        tokens, batch_scores = search(_pad_to_bucket([ids[i] for i in batch], boundaries, rows))
+        tokens, batch_scores = tokens[: len(batch)], batch_scores[: len(batch)]
         if num_return_sequences is None:
-            texts = [t.decode("utf-8") for t in target_tokenizer.detokenize(tokens).numpy()]
+            texts = [t.decode("utf-8") for t in detokenize(tokens).numpy()]
             batch_scores = [float(x) for x in batch_scores.numpy()]
         else:  # [b, n, L] -> one detokenize call over b*n rows
             n = num_return_sequences
-            flat = target_tokenizer.detokenize(tf.reshape(tokens, (-1, tokens.shape[-1])))
+            flat = detokenize(tf.reshape(tokens, (-1, tokens.shape[-1])))
             flat = [t.decode("utf-8") for t in flat.numpy()]
             texts = [flat[j : j + n] for j in range(0, len(flat), n)]
             batch_scores = [[float(x) for x in row] for row in batch_scores.numpy()]
@@ -138,6 +181,14 @@ class Translator:
             model's `max_length`).
         metadata: a dict kept with the translator and written to
             `metadata.json` by `save_to_preset` (the training config, BLEU).
+        jit_compile: compile the search with XLA (default True): one fused
+            program per decoding step, 2-4x faster on CPU than the same
+            graph run op by op, at the price of a compilation (a few
+            seconds) for each new batch shape. Batches are padded to a
+            power-of-two size and a bucket length, so the shapes stay few.
+            Not saved with the preset (a setting of this process, like
+            Keras' `compile(jit_compile=...)`); the exported SavedModel never
+            contains XLA.
 
     Example:
 
@@ -149,8 +200,10 @@ class Translator:
     """
 
     def __init__(self, model, source_tokenizer, target_tokenizer, beam_size=4,
-                 length_penalty=0.6, max_output_length=None, metadata=None):
+                 length_penalty=0.6, max_output_length=None, metadata=None, jit_compile=True):
         check_positive_int("beam_size", beam_size)
+        if not isinstance(jit_compile, bool):
+            raise TypeError(f"`jit_compile` must be True or False; received {jit_compile!r}.")
         check_non_negative("length_penalty", length_penalty)
         check_positive_int("max_output_length", max_output_length, allow_none=True)
         for name, tokenizer, size in (
@@ -168,6 +221,7 @@ class Translator:
         self.length_penalty = length_penalty
         self.max_output_length = max_output_length
         self.metadata = dict(metadata or {})
+        self.jit_compile = jit_compile
 
     def get_config(self):
         """The decoding settings (the model and tokenizers are saved as files)."""
@@ -218,7 +272,7 @@ class Translator:
             self.model, self.source_tokenizer, self.target_tokenizer, sentences,
             beam_size=beam_size, length_penalty=length_penalty,
             max_length=self.max_output_length, batch_size=batch_size, verbose=verbose,
-            num_return_sequences=num_return_sequences)
+            num_return_sequences=num_return_sequences, jit_compile=self.jit_compile)
         return (translations, scores) if return_scores else translations
 
     generate = translate  # keras-hub's name
@@ -328,12 +382,13 @@ class Translator:
     def with_settings(self, **overrides):
         """This translator (the same model and tokenizers) with other decoding
         settings: `translator.with_settings(beam_size=8)`."""
+        settings = {**self.get_config(), "jit_compile": self.jit_compile}
         for name in overrides:
-            if name not in self.get_config():
+            if name not in settings:
                 raise TypeError(f"Unknown setting {name!r}; expected one of "
-                                f"{sorted(self.get_config())}.")
+                                f"{sorted(settings)}.")
         return type(self)(self.model, self.source_tokenizer, self.target_tokenizer,
-                          **{**self.get_config(), **overrides}, metadata=self.metadata)
+                          **{**settings, **overrides}, metadata=self.metadata)
 
     def save_to_preset(self, preset_dir, overwrite=False):
         """Writes a preset directory that `from_preset` reads, in keras-hub's

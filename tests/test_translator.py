@@ -17,7 +17,7 @@ import tensorflow as tf
 from keras_attention import Translator
 from keras_attention.data import train_tokenizers
 from keras_attention.models import Transformer
-from keras_attention.translation import translate
+from keras_attention.translation import _compiled_batch_size, _pad_to_bucket, translate
 from tests.helpers import ENGLISH, SENTENCES, SPANISH
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -89,7 +89,8 @@ def test_translate_api(small):
     assert small.generate(SENTENCES) == translations
     assert small.translate([]) == []
     expected = translate(small.model, small.source_tokenizer, small.target_tokenizer, SENTENCES,
-                         beam_size=1, length_penalty=0.0, verbose=0)
+                         beam_size=1, length_penalty=0.0, verbose=0,
+                         jit_compile=small.jit_compile)
     assert small.translate_with_scores(SENTENCES, beam_size=1, length_penalty=0.0) == expected
     # A dataset of strings, scalar or batched, gives the same translations.
     dataset = tf.data.Dataset.from_tensor_slices(SENTENCES)
@@ -251,7 +252,8 @@ def test_run_export_and_preset_agree(run_translator, tmp_path):
     expected = translate(run_translator.model, run_translator.source_tokenizer,
                          run_translator.target_tokenizer, SENTENCES,
                          beam_size=run_translator.beam_size,
-                         length_penalty=run_translator.length_penalty, verbose=0)
+                         length_penalty=run_translator.length_penalty, verbose=0,
+                         jit_compile=run_translator.jit_compile)
     assert run_translator.translate_with_scores(SENTENCES) == expected
 
     export_path = run_translator.export(str(tmp_path / "export"))
@@ -271,6 +273,36 @@ def test_run_export_and_preset_agree(run_translator, tmp_path):
         np.testing.assert_array_equal(a, b)
     assert from_preset.translate_with_scores(SENTENCES) == expected
     assert from_preset.metadata["bleu"] == run_translator.metadata["bleu"]
+
+
+def test_xla_compiled_search_agrees_with_the_graph(run_translator):
+    """`jit_compile=True` (the default: XLA) and False (the graph run op by
+    op) translate alike; XLA fuses the float arithmetic differently, so the
+    scores agree to float32 rounding. Batches padded to a power-of-two size
+    (3 sentences -> 4 rows, the first repeated) give each sentence's own
+    translation."""
+    assert run_translator.jit_compile is True
+    graph = run_translator.with_settings(jit_compile=False)
+    assert graph.jit_compile is False and graph.get_config() == run_translator.get_config()
+    for beam_size in (1, 3):
+        xla_texts, xla_scores = run_translator.translate(SENTENCES, beam_size=beam_size,
+                                                         return_scores=True)
+        texts, scores = graph.translate(SENTENCES, beam_size=beam_size, return_scores=True)
+        assert xla_texts == texts
+        np.testing.assert_allclose(xla_scores, scores, rtol=1e-5, atol=1e-5)
+    alone = [run_translator.translate([s])[0] for s in SENTENCES[:3]]
+    assert run_translator.translate(SENTENCES[:3], batch_size=4) == alone
+    with pytest.raises(TypeError, match="jit_compile"):
+        run_translator.with_settings(jit_compile="yes")
+
+
+def test_padded_batches_have_few_shapes():
+    assert [_compiled_batch_size(n, 64) for n in (1, 2, 3, 5, 33, 64)] == [1, 2, 4, 8, 64, 64]
+    assert _compiled_batch_size(40, 48) == 48
+    padded = _pad_to_bucket([[5, 6, 2], [7, 2]], (8, 16), batch_size=4)
+    np.testing.assert_array_equal(padded, [[5, 6, 2, 0, 0, 0, 0, 0], [7, 2, 0, 0, 0, 0, 0, 0],
+                                           [5, 6, 2, 0, 0, 0, 0, 0], [5, 6, 2, 0, 0, 0, 0, 0]])
+    assert _pad_to_bucket([[5, 2]] * 3, (8,)).shape == (3, 8)
 
 
 def test_readme_one_liner_in_a_fresh_process(tiny_run, run_translator):

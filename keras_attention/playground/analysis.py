@@ -91,18 +91,22 @@ def analyze(translator, text, beam_size=None, target=None):
     """
     start = time.perf_counter()
     text, beam_size, target = check_request(text, beam_size, target)
-    from keras_attention.translation import _compiled_search  # the translator's own graphs
+    from keras_attention.translation import (  # the translator's own graphs
+        _compiled_search,
+        _tokenize_fn,
+    )
 
     model = translator.model
     beam_size = translator.beam_size if beam_size is None else beam_size
     alpha = translator.length_penalty
     limit = model.max_length
-    source_ids = tokenize_with_end(translator.source_tokenizer, tf.constant([text]), limit)
+    source_ids = _tokenize_fn(translator.source_tokenizer, limit)(tf.constant([text]))
     source_ids = source_ids.to_list()[0]
     encoder_tokens = np.asarray([source_ids], np.int32)
     if target is None:
         max_length = min(translator.max_output_length or limit, limit)
-        search = _compiled_search(model, beam_size, alpha, max_length, beam_size)
+        search = _compiled_search(model, beam_size, alpha, max_length, beam_size,
+                                  translator.jit_compile)
         tokens, scores = search(encoder_tokens)  # [1, n, L], [1, n]
         hypotheses = [[int(t) for t in row if t != 0] for row in tokens.numpy()[0]]
         texts = [_detokenize(translator.target_tokenizer, ids) for ids in hypotheses]
