@@ -15,8 +15,8 @@ In one process, the run's model is converted to CTranslate2
    tokenizers around every system), at batch 32 (sentences/s) and batch 1
    (median latency, on a subset), for
    - ours in process (`Translator.translate`, tf.function) in the run's
-     precision, with XLA ops (the default) and without
-     (`keras_attention.layers.without_xla_ops`), and in float32;
+     precision, compiled by XLA (the default, `jit_compile=True`) and as a
+     plain graph (`jit_compile=False`), and in float32 (XLA);
    - our exported SavedModel (the run's newest `export/<version>`, loaded
      with `tf.saved_model.load`), batches in order of source length;
    - CTranslate2 float32 and int8 (`intra_threads` = the CPUs), through
@@ -117,7 +117,9 @@ def agreement(ours, theirs):
 
 def measure(systems, sentences, batch_size, latency_sentences, rounds):
     """Sentences/s at `batch_size` over all sentences and single-sentence
-    latencies over the first `latency_sentences`, after an untimed warm-up.
+    latencies over the first `latency_sentences`, after a warm-up that
+    translates them all once (untimed there; its seconds, which include
+    tracing and XLA compilations, are reported as `warm_up_seconds`).
 
     The systems take turns (A, B, C, A, B, C, ...; as `_timing.py`): the
     sentences are cut into `rounds` chunks (whole batches), each translated
@@ -126,10 +128,17 @@ def measure(systems, sentences, batch_size, latency_sentences, rounds):
 
     Returns `{name: (hypotheses, timing)}`.
     """
-    for translate in systems.values():
-        translate(sentences[:batch_size])  # tracing, first-call costs
-        translate(sorted(sentences, key=len)[-batch_size:])  # the longest bucket
     chunk = batch_size * -(-len(sentences) // (batch_size * rounds))
+    warm_up = {}
+    for name, translate in systems.items():
+        # Every shape the timed part meets, once: tracing, and XLA's
+        # compilation per batch shape (timed separately, reported apart).
+        start = time.perf_counter()
+        for i in range(0, len(sentences), chunk):
+            translate(sentences[i : i + chunk])
+        for sentence in sentences[:latency_sentences]:
+            translate([sentence])
+        warm_up[name] = time.perf_counter() - start
     seconds = dict.fromkeys(systems, 0.0)
     hypotheses = {name: [] for name in systems}
     for i in range(0, len(sentences), chunk):
@@ -147,6 +156,7 @@ def measure(systems, sentences, batch_size, latency_sentences, rounds):
         "sentences_per_second_batch": len(sentences) / seconds[name],
         "latency_p50_ms": 1000 * statistics.median(latencies[name]),
         "sentences_per_second_batch_1": len(latencies[name]) / sum(latencies[name]),
+        "warm_up_seconds": warm_up[name],
     }) for name in systems}
 
 
@@ -184,8 +194,8 @@ def main(argv=None):
                         help="chunks of the sentences the systems take turns on (default: 4)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(),
                         help="CTranslate2 intra_threads (default: the number of CPUs)")
-    parser.add_argument("--skip-xla-off", action="store_true",
-                        help="do not measure ours without XLA ops")
+    parser.add_argument("--skip-graph", action="store_true",
+                        help="do not measure ours with jit_compile=False")
     parser.add_argument("--json", help="results file (default: "
                         "benchmarks/results/ctranslate2-<cpu>.json)")
     args = parser.parse_args(argv)
@@ -197,7 +207,6 @@ def main(argv=None):
     from keras_attention.evaluation import corpus_bleu
     from keras_attention.export import export_ctranslate2, translate_with_ctranslate2
     from keras_attention.export.saved_model import with_dtype_policy
-    from keras_attention.layers import without_xla_ops
     from keras_attention.translation import Translator
     from recipes.translation.train_lib import load_translator, make_corpus
 
@@ -270,13 +279,8 @@ def main(argv=None):
                 out[j] = t.decode("utf-8")
         return out
 
-    def ours(t, xla=True):
-        def run(texts):
-            if xla:
-                return t.translate(texts, batch_size=args.batch_size, verbose=0)
-            with without_xla_ops():
-                return t.translate(texts, batch_size=args.batch_size, verbose=0)
-        return run
+    def ours(t):
+        return lambda texts: t.translate(texts, batch_size=args.batch_size, verbose=0)
 
     def ctranslate2_run(ct2_translator):
         return lambda texts: translate_with_ctranslate2(
@@ -285,18 +289,19 @@ def main(argv=None):
 
     policy = model.dtype_policy.name
     systems = {
-        "ours": (f"ours, `Translator.translate` ({policy}, XLA ops)", ours(translator)),
-        "ours_no_xla_ops": (f"ours, `Translator.translate` ({policy}, no XLA ops)",
-                            ours(translator, xla=False)),
-        "ours_float32": ("ours, `Translator.translate` (float32, XLA ops)", ours(float32)),
+        "ours": (f"ours, `Translator.translate` ({policy}, XLA-compiled: the default)",
+                 ours(translator)),
+        "ours_graph": (f"ours, `Translator.translate` ({policy}, `jit_compile=False`: graph)",
+                       ours(translator.with_settings(jit_compile=False))),
+        "ours_float32": ("ours, `Translator.translate` (float32, XLA-compiled)", ours(float32)),
         "saved_model": (f"our SavedModel (export {os.path.basename(export_path)}, "
                         f"{export_settings['dtype_policy']}, beam {export_settings['beam_size']})",
                         saved_model),
         "ctranslate2_float32": ("CTranslate2 float32", ctranslate2_run(ct2["float32"])),
         "ctranslate2_int8": ("CTranslate2 int8", ctranslate2_run(ct2["int8"])),
     }
-    if args.skip_xla_off:
-        del systems["ours_no_xla_ops"]
+    if args.skip_graph:
+        del systems["ours_graph"]
     results = {
         "machine": machine,
         "load_average_1min_at_start": load_at_start,

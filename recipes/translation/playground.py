@@ -71,7 +71,9 @@ def main(argv=None):
     if args.beam_size is not None and args.beam_size > MAX_BEAM_SIZE:
         parser.error(f"argument --beam-size: at most {MAX_BEAM_SIZE}; received {args.beam_size}")
     try:
-        translator = Translator.from_preset(args.workdir)
+        # The plain graph, not XLA: a visitor may pick any beam size and length,
+        # and XLA would stop for a compilation (seconds) at each new one.
+        translator = Translator.from_preset(args.workdir, jit_compile=False)
         if args.beam_size is not None:
             translator = translator.with_settings(beam_size=args.beam_size)
     except (ValueError, OSError) as e:

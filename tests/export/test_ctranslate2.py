@@ -313,7 +313,7 @@ def test_benchmark_runs(tiny_run, tmp_path):
     result = subprocess.run(
         [sys.executable, os.path.join(ROOT, "benchmarks", "ctranslate2.py"), "--workdir",
          str(workdir), "--sentences", "6", "--batch-size", "4", "--latency-sentences", "2",
-         "--skip-xla-off", "--json", str(out)],
+         "--skip-graph", "--json", str(out)],
         capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
         env={**os.environ, "KERAS_BACKEND": "tensorflow"})
     assert result.returncode == 0, result.stderr[-3000:]
