@@ -62,10 +62,15 @@ def update_slice(inputs, start_indices, updates):
             continue
         positions = ops.arange(inputs_shape[axis], dtype="int32")  # [L_a]
         offset = positions - ops.cast(start, "int32")
-        length = ops.cast(updates_shape[axis], "int32")
-        # Position p of the result takes updates[p - start] where that exists.
-        updates = ops.take(updates, ops.clip(offset, 0, length - 1), axis=axis)
-        hit = ops.logical_and(offset >= 0, offset < length)  # [L_a]
+        if updates.shape[axis] == 1:
+            # One position (a decoding step's cache write): the select below
+            # broadcasts it, with no gather that copies it L_a times.
+            hit = ops.equal(offset, 0)  # [L_a]
+        else:
+            length = ops.cast(updates_shape[axis], "int32")
+            # Position p of the result takes updates[p - start] where that exists.
+            updates = ops.take(updates, ops.clip(offset, 0, length - 1), axis=axis)
+            hit = ops.logical_and(offset >= 0, offset < length)  # [L_a]
         hit = ops.reshape(hit, [-1 if a == axis else 1 for a in range(len(inputs.shape))])
         inside = hit if inside is None else ops.logical_and(inside, hit)
     if inside is None:
