@@ -13,7 +13,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
+from keras_attention.data.tokenizers import END_ID, START_ID
 
 MAX_TEXT_LENGTH = 1000  # characters of `text` and of `target`
 MAX_BEAM_SIZE = 16
@@ -93,6 +93,7 @@ def analyze(translator, text, beam_size=None, target=None):
     text, beam_size, target = check_request(text, beam_size, target)
     from keras_attention.translation import (  # the translator's own graphs
         _compiled_search,
+        _detokenize_fn,
         _tokenize_fn,
     )
 
@@ -109,15 +110,16 @@ def analyze(translator, text, beam_size=None, target=None):
                                   translator.jit_compile)
         tokens, scores = search(encoder_tokens)  # [1, n, L], [1, n]
         hypotheses = [[int(t) for t in row if t != 0] for row in tokens.numpy()[0]]
-        texts = [_detokenize(translator.target_tokenizer, ids) for ids in hypotheses]
+        texts = [t.decode("utf-8") for t in  # the n rows in one call (padding dropped)
+                 _detokenize_fn(translator.target_tokenizer)(tokens[0]).numpy()]
         translations = [{"text": t, "score": _round(s)}
                         for t, s in zip(texts, scores.numpy()[0].tolist())]
         output_ids = hypotheses[0]
         if not output_ids or output_ids[-1] != END_ID:  # hit the length limit
             output_ids = output_ids[: limit - 1] + [END_ID]
     else:
-        output_ids = tokenize_with_end(translator.target_tokenizer, tf.constant([target]),
-                                       limit).to_list()[0]
+        output_ids = _tokenize_fn(translator.target_tokenizer, limit)(
+            tf.constant([target])).to_list()[0]
         translations = None  # scored below, from the same pass
     input_ids = [START_ID] + output_ids[:-1]
     details = _attention_details(model, encoder_tokens, np.asarray([input_ids], np.int32))
@@ -197,10 +199,6 @@ def _round(x):
 
 def _tokens(tokenizer, ids):
     return [t.decode("utf-8", "replace") for t in tokenizer.id_to_token(tf.constant(ids)).numpy()]
-
-
-def _detokenize(tokenizer, ids):
-    return tokenizer.detokenize(tf.constant([ids], tf.int32)).numpy()[0].decode("utf-8")
 
 
 __all__ = ["MAX_BEAM_SIZE", "MAX_TEXT_LENGTH", "analyze", "check_request", "model_info"]
