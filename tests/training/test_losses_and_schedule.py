@@ -63,6 +63,30 @@ def test_masked_cross_entropy_with_a_vocabulary_known_only_at_run_time():
     np.testing.assert_allclose(traced(labels, logits).numpy(), expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_compiled_loss_is_the_token_mean_when_the_logits_carry_a_keras_mask(eps):
+    """Keras multiplies a loss by the mask its predictions carry; the loss a
+    compiled model reports and trains on must still be the mean over the
+    real tokens (it once came out scaled by the share of real tokens)."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    tokens = keras.Input((None,), dtype="int32")
+    embedded = keras.layers.Embedding(12, 8, mask_zero=True)(tokens)  # the mask rides along
+    model = keras.Model(tokens, keras.layers.Dense(11)(embedded))
+    model.compile(optimizer="sgd", loss=MaskedCrossEntropy(eps))
+    rng = np.random.default_rng(3)
+    inputs = rng.integers(1, 12, size=(4, 6)).astype("int32")
+    inputs[0, 2:] = 0
+    inputs[3, 4:] = 0
+    labels = np.where(inputs == 0, 0, rng.integers(1, 11, size=(4, 6)))
+    logits = np.asarray(model(inputs))
+    assert model(inputs)._keras_mask is not None
+    expected, mask = references.masked_cross_entropy(labels, logits, eps)
+    reported = model.evaluate(inputs, labels, batch_size=4, verbose=0)
+    np.testing.assert_allclose(reported, expected.sum() / mask.sum(), rtol=1e-5)
+
+
 def test_masked_accuracy():
     logits = np.zeros((1, 4, 5), np.float32)
     logits[0, np.arange(4), [1, 2, 3, 4]] = 1.0
