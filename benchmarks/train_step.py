@@ -10,8 +10,15 @@ on and off:
 
 - training-step throughput (padded source + target tokens per second) of
   the same Keras training step (`compile` + `train_on_batch`, Adam, masked
-  sparse cross-entropy), median of several steps after warm-up, the two
-  models' steps taken in turn (A, B, A, B, ...) so that drift hits both alike;
+  sparse cross-entropy), median of several steps after warm-up, the models'
+  steps taken in turn (A, B, A, B, ...) so that drift hits all alike. Each
+  library trains with its loss: keras_attention with its `MaskedCrossEntropy`
+  (the loss of `Translator.compile` and the recipe), keras-hub with Keras'
+  `SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)` (keras-hub
+  has no loss of its own; its `Seq2SeqLM` tasks use Keras'). Both compute the
+  same number, the mean over the real target tokens; the rows
+  "keras_attention/keras_loss" and "keras_hub/our_loss" swap the losses, so
+  that the model's share of a difference and the loss's share show apart;
 - achieved FLOP/s (the model's matmul FLOPs x 3 for forward + backward) as a
   fraction of the matmul peak measured in the same run, per dtype;
 - the ratio of keras_attention's best setting to keras-hub's best setting;
@@ -48,6 +55,7 @@ from _machine import cpu_info, default_policies, describe, policy_label  # noqa:
 from _timing import interleaved_median_seconds, median_seconds  # noqa: E402  (benchmarks/, the script's folder)
 from keras_attention.layers import MultiHeadAttention  # noqa: E402
 from keras_attention.models import Transformer  # noqa: E402
+from keras_attention.training import MaskedCrossEntropy  # noqa: E402
 
 SIZE = {"layers": 4, "d_model": 128, "ff": 512, "heads": 8, "vocabulary": 8000}
 POLICIES = ("float32", "mixed_bfloat16")
@@ -87,6 +95,20 @@ def keras_hub_model(length):
 MODELS = {"keras_attention": keras_attention_model, "keras_hub": keras_hub_model}
 
 
+def keras_loss():
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)
+
+
+# name -> (model, loss): each library's own training step, then the two with
+# the losses swapped.
+SYSTEMS = {
+    "keras_attention": ("keras_attention", MaskedCrossEntropy),
+    "keras_hub": ("keras_hub", keras_loss),
+    "keras_attention/keras_loss": ("keras_attention", keras_loss),
+    "keras_hub/our_loss": ("keras_hub", MaskedCrossEntropy),
+}
+
+
 def step_flops(batch, length):
     """Matmul FLOPs of one training step (forward x 3), S = T = length."""
     d, ff, n, v = SIZE["d_model"], SIZE["ff"], SIZE["layers"], SIZE["vocabulary"]
@@ -96,6 +118,14 @@ def step_flops(batch, length):
     decoder = n * tokens * 2 * (2 * attention + 2 * d * ff)
     output = tokens * 2 * d * v
     return 3 * (encoder + decoder + output)
+
+
+# (what it measures, our system, theirs)
+RATIOS = (
+    ("each library's training step", "keras_attention", "keras_hub"),
+    ("the models alone, both with Keras' loss", "keras_attention/keras_loss", "keras_hub"),
+    ("the models alone, both with our loss", "keras_attention", "keras_hub/our_loss"),
+)
 
 
 # -- measurements -------------------------------------------------------
@@ -124,16 +154,17 @@ def batch_data(batch, length, seed=0):
 
 
 def compiled_model(name, policy, length, jit=False):
-    """The model `name` built under `policy` (seed 0) and compiled for the
-    benchmark's training step (Adam, masked sparse cross-entropy)."""
+    """The system `name` (a key of `SYSTEMS`) built under `policy` (seed 0)
+    and compiled for the benchmark's training step (Adam, its masked sparse
+    cross-entropy)."""
+    model_name, loss = SYSTEMS[name]
     keras.config.set_dtype_policy(policy)
     try:
         keras.utils.set_random_seed(0)
-        model = MODELS[name](length)
+        model = MODELS[model_name](length)
         model.compile(
             optimizer=keras.optimizers.Adam(1e-4, beta_2=0.98, epsilon=1e-9),
-            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
-            jit_compile=jit,
+            loss=loss(), jit_compile=jit,
         )
     finally:
         keras.config.set_dtype_policy("float32")
@@ -199,7 +230,9 @@ def main(argv=None):
     parser.add_argument("--length", type=int, default=64, help="source = target tokens")
     parser.add_argument("--steps", type=int, default=10, help="timed steps (median)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps first")
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--models", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS),
+                        help="systems timed (default: all; 'X/Y_loss' is model X trained with "
+                        "the other library's loss)")
     parser.add_argument("--policies", nargs="+", choices=POLICIES,
                         help="dtype policies (default: float32, and mixed_bfloat16 where the "
                         "processor has bfloat16 instructions)")
@@ -250,15 +283,19 @@ def main(argv=None):
         print(f"{r['model']:16} {r['policy_label']:26} {('on' if r['jit'] else 'off'):4} "
               f"{r['tokens_per_second']:9.0f} {r['flops_per_second'] / 1e9:8.1f} "
               f"{r['fraction_of_matmul_peak']:8.1%}")
-    if len(best) == 2:
-        ratio = (best["keras_attention"]["tokens_per_second"]
-                 / best["keras_hub"]["tokens_per_second"])
-        result["best"] = {n: {k: b[k] for k in ("policy", "jit", "tokens_per_second")}
-                          for n, b in best.items()}
-        result["ratio_best_keras_attention_to_best_keras_hub"] = ratio
-        print(f"\nbest keras_attention ({best['keras_attention']['policy']}, jit "
-              f"{best['keras_attention']['jit']}) / best keras_hub "
-              f"({best['keras_hub']['policy']}, jit {best['keras_hub']['jit']}): {ratio:.2f}x")
+    result["best"] = {n: {k: b[k] for k in ("policy", "jit", "tokens_per_second")}
+                      for n, b in best.items()}
+    result["ratios"] = {}
+    for label, ours, theirs in RATIOS:
+        if ours in best and theirs in best:
+            ratio = best[ours]["tokens_per_second"] / best[theirs]["tokens_per_second"]
+            result["ratios"][f"{ours} / {theirs}"] = ratio
+            print(f"\n{label}: best {ours} ({best[ours]['policy']}, jit {best[ours]['jit']}) / "
+                  f"best {theirs} ({best[theirs]['policy']}, jit {best[theirs]['jit']}): "
+                  f"{ratio:.2f}x")
+    if "keras_attention / keras_hub" in result["ratios"]:
+        result["ratio_best_keras_attention_to_best_keras_hub"] = (
+            result["ratios"]["keras_attention / keras_hub"])
     print("\nMultiHeadAttention forward+backward (causal self-attention, "
           f"[{args.batch_size}, {args.length}, {SIZE['d_model']}], {SIZE['heads']} heads):")
     for policy, times in attention.items():

@@ -25,9 +25,15 @@ def test_train_step_benchmark_runs(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
     assert data["parameters"]["keras_attention"] == data["parameters"]["keras_hub"]  # same size
-    assert {r["model"] for r in data["rows"]} == {"keras_attention", "keras_hub"}
+    assert {r["model"] for r in data["rows"]} == {
+        "keras_attention", "keras_hub", "keras_attention/keras_loss", "keras_hub/our_loss"}
+    # The two losses are one number: a model trained with either reports the same loss.
+    loss = {r["model"]: r["loss"] for r in data["rows"]}
+    assert loss["keras_attention"] == pytest.approx(loss["keras_attention/keras_loss"], rel=1e-4)
+    assert loss["keras_hub"] == pytest.approx(loss["keras_hub/our_loss"], rel=1e-4)
     assert data["ratio_best_keras_attention_to_best_keras_hub"] > 0
-    assert "best keras_attention" in result.stdout
+    assert len(data["ratios"]) == 3 and all(r > 0 for r in data["ratios"].values())
+    assert "each library's training step: best keras_attention" in result.stdout
     assert data["machine"]["cpus"] >= 1 and "CPUs" in data["machine_description"]
 
 
