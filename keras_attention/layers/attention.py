@@ -11,7 +11,7 @@ from keras import ops
 
 from keras_attention._constants import MASKED_LOGIT
 from keras_attention._validation import check_rate
-from keras_attention.layers.dropout_layer import dropout
+from keras_attention.layers.dropout_layer import dropout_factor
 from keras_attention.layers.masks import (
     and_masks,
     causal_mask,
@@ -124,15 +124,22 @@ def scaled_dot_product_attention(
         weights = ops.ones_like(logits)  # [..., T, 1]
     else:
         weights = ops.softmax(logits, axis=-1)  # [..., T, S]
-    if mask is not None:
-        # Partially masked rows are unchanged (their masked entries are
-        # already exactly 0); a fully masked row becomes 0 instead of uniform.
-        weights = weights * ops.cast(mask, "float32")
-    dropped = weights
+    # Partially masked rows are unchanged by the mask (their masked entries
+    # are already exactly 0); a fully masked row becomes 0 instead of uniform.
+    float_mask = None if mask is None else ops.cast(mask, "float32")  # the mask's shape
+    masked = weights if mask is None else weights * float_mask  # [..., T, S]
+    dropped = masked
     if dropout_rate > 0.0 and training:
-        dropped = dropout(weights, dropout_rate, seed=seed)
+        # dropout(masked) with the mask folded into the dropout factor (whose
+        # values stay exactly {0, 1/(1-rate)}): one multiplication of the
+        # [..., T, S] weights forward and one backward instead of two each.
+        # `masked` itself is then unused unless the caller returns it.
+        factor = dropout_factor(weights, dropout_rate, seed)
+        if float_mask is not None:
+            factor = factor * float_mask
+        dropped = weights * factor
     outputs = ops.matmul(ops.cast(dropped, value.dtype), value)  # [..., T, d_v]
-    return outputs, weights
+    return outputs, masked
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

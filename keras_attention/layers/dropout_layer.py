@@ -94,6 +94,18 @@ def keep_mask(inputs, rate, seed):
     return ops.greater_equal(bits, threshold)
 
 
+def dropout_factor(inputs, rate, seed=None):
+    """The float32 factor inverted dropout multiplies `inputs` by: 0 with
+    probability `rate`, else `1 / (1 - rate)` (rate resolved to a multiple of
+    2^-16, see `keep_mask`), in `inputs`' shape.
+
+    One select from the keep mask; a caller may fold more zeros into it (the
+    attention folds its mask) before its one multiplication.
+    """
+    _, scale = _threshold(rate)
+    return ops.where(keep_mask(inputs, rate, seed), scale, 0.0)
+
+
 def dropout(inputs, rate, seed=None):
     """Inverted dropout: zeroes elements with probability `rate` and scales
     the others by `1 / (1 - rate)`, with 16 random bits per element.
@@ -111,7 +123,6 @@ def dropout(inputs, rate, seed=None):
         A tensor of the shape and dtype of `inputs`.
 
     Example:
-
     >>> x = keras.ops.ones((2, 1000))
     >>> y = dropout(x, 0.1, seed=keras.random.SeedGenerator(0))
     >>> y.shape
@@ -120,11 +131,10 @@ def dropout(inputs, rate, seed=None):
     check_rate("rate", rate)
     if rate == 0.0:
         return inputs
-    _, scale = _threshold(rate)
-    keep = ops.cast(keep_mask(inputs, rate, seed), "float32") * scale
+    factor = dropout_factor(inputs, rate, seed)
     if keras.backend.standardize_dtype(inputs.dtype) == "float32":
-        return inputs * keep
-    return ops.cast(ops.cast(inputs, "float32") * keep, inputs.dtype)
+        return inputs * factor
+    return ops.cast(ops.cast(inputs, "float32") * factor, inputs.dtype)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
