@@ -57,8 +57,19 @@ def make_strategy(name="auto", tpu=None, devices=None):
     return tf.distribute.TPUStrategy(resolver)
 
 
+# oneDNN instruction-set limits (ONEDNN_MAX_CPU_ISA) that keep bfloat16 matmuls.
+_BFLOAT16_ISA_LIMITS = ("ALL", "DEFAULT", "AVX512_CORE_BF16", "AVX512_CORE_FP16",
+                        "AVX512_CORE_AMX", "AVX10")
+
+
 def _cpu_has_bfloat16():
-    """AVX-512 BF16 or AMX: the CPU has bfloat16 matrix instructions."""
+    """AVX-512 BF16 or AMX: the CPU has bfloat16 matrix instructions, and
+    oneDNN (TensorFlow's CPU kernels) may use them. `ONEDNN_MAX_CPU_ISA=AVX2`
+    (how an AVX2-only CPU is tried on a newer one) leaves oneDNN without any
+    bfloat16 matmul: TensorFlow then aborts the process at the first one."""
+    limit = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip().upper()
+    if limit and not limit.startswith(_BFLOAT16_ISA_LIMITS):
+        return False
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             flags = next((line for line in f if line.startswith("flags")), "")
@@ -71,7 +82,8 @@ def resolve_precision(name="auto", strategy=None):
     """A Keras dtype policy name for `--precision`.
 
     `auto` picks `mixed_bfloat16` on TPUs, on GPUs of compute capability 8.0
-    or newer and on CPUs with bfloat16 instructions; `mixed_float16` (with
+    or newer and on CPUs with bfloat16 instructions that oneDNN may use (not
+    under `ONEDNN_MAX_CPU_ISA=AVX2`); `mixed_float16` (with
     loss scaling) on older GPUs; `float32` elsewhere.
     """
     if name not in PRECISIONS:

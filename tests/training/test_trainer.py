@@ -193,6 +193,23 @@ def test_resolve_precision():
         resolve_precision("half")
 
 
+def test_auto_precision_follows_a_onednn_isa_limit(monkeypatch):
+    """Under ONEDNN_MAX_CPU_ISA=AVX2 oneDNN has no bfloat16 matmul (TensorFlow
+    aborts at the first one), so `auto` must pick float32 whatever the CPU."""
+    from keras_attention.training import strategy
+
+    monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
+    cpu_has_bf16 = strategy._cpu_has_bfloat16()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert not strategy._cpu_has_bfloat16()
+    assert resolve_precision("auto") == "float32"
+    for limit in ("avx512_core_amx", "AVX512_CORE_BF16", "ALL"):
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", limit)
+        assert strategy._cpu_has_bfloat16() == cpu_has_bf16
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE")
+    assert not strategy._cpu_has_bfloat16()
+
+
 def test_make_strategy_errors(monkeypatch):
     with pytest.raises(ValueError, match="Unknown strategy 'gpu'"):
         make_strategy("gpu")
