@@ -254,7 +254,7 @@ def main(argv=None):
                 row["fraction_of_matmul_peak"] = row["flops_per_second"] / peaks[policy]
                 row["policy_label"] = policy_label(policy, machine)
                 rows.append(row)
-                print(f"{row['model']:16} {row['policy_label']:26} jit={jit:3}  "
+                print(f"{row['model']:26} {row['policy_label']:26} jit={jit:3}  "
                       f"{row['tokens_per_second']:9.0f} tokens/s"
                       f"  {row['fraction_of_matmul_peak']:6.1%} of peak", flush=True)
     attention = {
@@ -278,9 +278,9 @@ def main(argv=None):
           f"target) tokens; {flops / 1e9:.1f} GFLOP per step")
     print("matmul peak: " + ", ".join(f"{p} {v / 1e9:.0f} GFLOP/s" for p, v in peaks.items()))
     print(f"\nmachine: {describe(machine)}")
-    print(f"{'model':16} {'policy':26} {'jit':4} {'tokens/s':>9} {'GFLOP/s':>8} {'of peak':>8}")
+    print(f"{'model':26} {'policy':26} {'jit':4} {'tokens/s':>9} {'GFLOP/s':>8} {'of peak':>8}")
     for r in rows:
-        print(f"{r['model']:16} {r['policy_label']:26} {('on' if r['jit'] else 'off'):4} "
+        print(f"{r['model']:26} {r['policy_label']:26} {('on' if r['jit'] else 'off'):4} "
               f"{r['tokens_per_second']:9.0f} {r['flops_per_second'] / 1e9:8.1f} "
               f"{r['fraction_of_matmul_peak']:8.1%}")
     result["best"] = {n: {k: b[k] for k in ("policy", "jit", "tokens_per_second")}
