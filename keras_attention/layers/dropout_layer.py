@@ -103,7 +103,9 @@ def dropout_factor(inputs, rate, seed=None):
     attention folds its mask) before its one multiplication.
     """
     _, scale = _threshold(rate)
-    return ops.where(keep_mask(inputs, rate, seed), scale, 0.0)
+    # float32 whatever keras.config.floatx() says (Python floats would follow it).
+    return ops.where(keep_mask(inputs, rate, seed), ops.convert_to_tensor(scale, "float32"),
+                     ops.convert_to_tensor(0.0, "float32"))
 
 
 def dropout(inputs, rate, seed=None):

@@ -76,6 +76,24 @@ def test_low_precision_inputs_scale_in_float32(dtype):
     np.testing.assert_array_equal(y[kept], expected[kept])
 
 
+@pytest.mark.parametrize("floatx", ["float16", "float64"])
+def test_factor_is_float32_whatever_floatx(floatx):
+    """The factor {0, 1/(1-rate)} is float32 under any `keras.config.floatx()`
+    (Python floats in `ops.where` would follow floatx: a float16 scale)."""
+    from keras_attention.layers.dropout_layer import dropout_factor
+
+    previous = keras.config.floatx()
+    keras.config.set_floatx(floatx)
+    try:
+        factor = dropout_factor(ops.ones((4096,), "float32"), 0.1,
+                                seed=keras.random.SeedGenerator(1))
+    finally:
+        keras.config.set_floatx(previous)
+    assert keras.backend.standardize_dtype(factor.dtype) == "float32"
+    scale = np.float32(65536 / (65536 - round(0.1 * 65536)))
+    assert set(np.unique(to_numpy(factor))) == {np.float32(0.0), scale}
+
+
 def test_rate_zero_is_identity_and_bad_arguments_raise():
     x = ops.ones((8,))
     assert dropout(x, 0.0) is x
