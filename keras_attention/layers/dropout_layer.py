@@ -125,6 +125,7 @@ def dropout(inputs, rate, seed=None):
         A tensor of the shape and dtype of `inputs`.
 
     Example:
+
     >>> x = keras.ops.ones((2, 1000))
     >>> y = dropout(x, 0.1, seed=keras.random.SeedGenerator(0))
     >>> y.shape
