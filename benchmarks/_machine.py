@@ -4,32 +4,28 @@ that decide its speed (AVX2, AVX-512, AVX-512 BF16, AMX)."""
 import os
 import platform
 
-FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+from keras_attention.training.strategy import cpu_features, onednn_isa_limit
 
 
 def cpu_info():
-    """`{"model": str, "cpus": int, "flags": [...]}` from /proc/cpuinfo (Linux),
-    or what `platform` knows elsewhere."""
-    model, flags = platform.processor() or platform.machine(), set()
+    """`{"model": str, "cpus": int, "flags": [...]}`: the processor's model
+    (from /proc/cpuinfo on Linux, or what `platform` knows elsewhere) and the
+    instruction sets of `FLAGS` it has that TensorFlow's kernels (oneDNN) may
+    use. Under `ONEDNN_MAX_CPU_ISA` (e.g. AVX2: how this repository measures
+    AVX2-only processors on newer ones) the flags it withholds are left out
+    and the limit is recorded; the library's `--precision auto` reads the
+    same rule (`keras_attention.training.strategy`)."""
+    model = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key.strip() == "model name":
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    flags = set(value.split())
-                if model and flags:
-                    break
+            model = next((line.partition(":")[2].strip() for line in f
+                          if line.partition(":")[0].strip() == "model name"), model)
     except OSError:
         pass
-    info = {"model": model, "cpus": os.cpu_count(), "flags": [f for f in FLAGS if f in flags]}
-    # ONEDNN_MAX_CPU_ISA=AVX2 makes oneDNN (TensorFlow's CPU kernels) use AVX2
-    # only: how this repository measures AVX2-only processors on newer ones.
-    limit = os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper()
-    if limit and not limit.startswith(("AVX512", "AVX10", "ALL", "DEFAULT")):
+    info = {"model": model, "cpus": os.cpu_count(), "flags": cpu_features()}
+    limit, _ = onednn_isa_limit()
+    if limit:
         info["onednn_max_cpu_isa"] = limit
-        info["flags"] = [f for f in info["flags"] if not f.startswith(("avx512", "amx"))]
     return info
 
 

@@ -57,25 +57,76 @@ def make_strategy(name="auto", tpu=None, devices=None):
     return tf.distribute.TPUStrategy(resolver)
 
 
-# oneDNN instruction-set limits (ONEDNN_MAX_CPU_ISA) that keep bfloat16 matmuls.
-_BFLOAT16_ISA_LIMITS = ("ALL", "DEFAULT", "AVX512_CORE_BF16", "AVX512_CORE_FP16",
-                        "AVX512_CORE_AMX", "AVX10")
+# The instruction sets that decide TensorFlow's speed on a CPU (its kernels
+# are oneDNN's): 256-bit vectors, 512-bit vectors, bfloat16 dot products,
+# bfloat16 tile matmuls.
+CPU_FEATURES = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+
+# oneDNN's names for ONEDNN_MAX_CPU_ISA, lowest first, with the CPU_FEATURES
+# each lets oneDNN use. Values not listed (ALL, DEFAULT, the AMX levels, or
+# a name oneDNN does not know) withhold nothing.
+_ONEDNN_ISA_LIMITS = (
+    (("SSE41", "AVX"), ()),
+    (("AVX2", "AVX2_VNNI", "AVX2_VNNI_2"), ("avx2",)),
+    (("AVX512_CORE", "AVX512_CORE_VNNI"), ("avx2", "avx512f")),
+    (("AVX512_CORE_BF16", "AVX512_CORE_FP16", "AVX10_1_512"),
+     ("avx2", "avx512f", "avx512_bf16")),
+)
+
+
+def _cpuinfo_flags():
+    """The processor's flags from /proc/cpuinfo (Linux); empty elsewhere."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            line = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        return set()
+    return set(line.partition(":")[2].split())
+
+
+def onednn_isa_limit():
+    """`(limit, allowed)`: the `ONEDNN_MAX_CPU_ISA` value, upper-cased, and
+    the `CPU_FEATURES` it lets oneDNN use; `(None, CPU_FEATURES)` when it is
+    unset or withholds nothing. `ONEDNN_MAX_CPU_ISA=AVX2` is how an AVX2-only
+    processor is tried on a newer one."""
+    limit = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip().upper()
+    for names, allowed in _ONEDNN_ISA_LIMITS:
+        if limit in names:
+            return limit, allowed
+    return None, CPU_FEATURES
+
+
+def cpu_features():
+    """The `CPU_FEATURES` this processor has and oneDNN may use (those an
+    `ONEDNN_MAX_CPU_ISA` limit withholds are left out), in that order."""
+    flags = _cpuinfo_flags()
+    _, allowed = onednn_isa_limit()
+    return [feature for feature in CPU_FEATURES if feature in flags and feature in allowed]
 
 
 def _cpu_has_bfloat16():
     """AVX-512 BF16 or AMX: the CPU has bfloat16 matrix instructions, and
-    oneDNN (TensorFlow's CPU kernels) may use them. `ONEDNN_MAX_CPU_ISA=AVX2`
-    (how an AVX2-only CPU is tried on a newer one) leaves oneDNN without any
-    bfloat16 matmul: TensorFlow then aborts the process at the first one."""
-    limit = os.environ.get("ONEDNN_MAX_CPU_ISA", "").strip().upper()
-    if limit and not limit.startswith(_BFLOAT16_ISA_LIMITS):
-        return False
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            flags = next((line for line in f if line.startswith("flags")), "")
-    except OSError:
-        return False
-    return any(flag in flags.split() for flag in ("avx512_bf16", "amx_bf16"))
+    oneDNN (TensorFlow's CPU kernels) may use them. Under
+    `ONEDNN_MAX_CPU_ISA=AVX512_CORE` oneDNN emulates bfloat16 (slower than
+    float32); under `AVX2` it has no bfloat16 matmul at all (see
+    `_check_cpu_bfloat16`)."""
+    return bool({"avx512_bf16", "amx_bf16"} & set(cpu_features()))
+
+
+def _check_cpu_bfloat16():
+    """Raises where TensorFlow would abort at the first bfloat16 matmul: on
+    an AVX-512 processor TensorFlow hands bfloat16 matmuls to oneDNN, and an
+    `ONEDNN_MAX_CPU_ISA` limit below AVX512_CORE leaves oneDNN none to run
+    them with (`dnnl::error: could not create a primitive descriptor`). On a
+    processor without AVX-512, TensorFlow runs them itself (slowly)."""
+    limit, allowed = onednn_isa_limit()
+    if "avx512f" in _cpuinfo_flags() and "avx512f" not in allowed:
+        raise ValueError(
+            f"--precision mixed_bfloat16 cannot run under ONEDNN_MAX_CPU_ISA={limit}: "
+            "oneDNN then has no bfloat16 matmul and TensorFlow would abort at the first "
+            "step. Use --precision float32 (or auto, which picks it here), or unset "
+            "ONEDNN_MAX_CPU_ISA."
+        )
 
 
 def resolve_precision(name="auto", strategy=None):
@@ -84,15 +135,18 @@ def resolve_precision(name="auto", strategy=None):
     `auto` picks `mixed_bfloat16` on TPUs, on GPUs of compute capability 8.0
     or newer and on CPUs with bfloat16 instructions that oneDNN may use (not
     under `ONEDNN_MAX_CPU_ISA=AVX2`); `mixed_float16` (with
-    loss scaling) on older GPUs; `float32` elsewhere.
+    loss scaling) on older GPUs; `float32` elsewhere. `mixed_bfloat16` asked
+    for on a CPU that oneDNN is kept from running it on raises a ValueError.
     """
     if name not in PRECISIONS:
         raise ValueError(f"Unknown precision {name!r}; expected one of {list(PRECISIONS)}.")
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return "mixed_bfloat16" if name == "auto" else name
+    gpus = tf.config.list_physical_devices("GPU")
+    if name == "mixed_bfloat16" and not gpus:
+        _check_cpu_bfloat16()
     if name != "auto":
         return name
-    if isinstance(strategy, tf.distribute.TPUStrategy):
-        return "mixed_bfloat16"
-    gpus = tf.config.list_physical_devices("GPU")
     if gpus:
         capability = tf.config.experimental.get_device_details(gpus[0]).get("compute_capability")
         if capability and capability >= (8, 0):

@@ -78,8 +78,10 @@ class TranslationConfig:
     learning_rate_scale: float = _field(1.0, "factor on the paper's learning rate")
     label_smoothing: float = _field(0.1, "label smoothing epsilon")
     clip_norm: typing.Optional[float] = _field(None, "clip the global gradient norm to this")
-    precision: str = _field("auto", "float32, mixed_float16, mixed_bfloat16 or auto",
-                            choices=PRECISIONS)
+    precision: str = _field(
+        "auto", "float32, mixed_float16, mixed_bfloat16 or auto (mixed_bfloat16 on "
+        "TPUs, on GPUs of compute capability 8.0+ and on CPUs with AVX-512 BF16 or AMX; "
+        "mixed_float16 on older GPUs; float32 elsewhere)", choices=PRECISIONS)
     strategy: str = _field("auto", "tf.distribute strategy", choices=STRATEGIES)
     tpu: typing.Optional[str] = _field(None, "TPU name or address for --strategy tpu")
     jit_compile: bool = _field(False, "compile the training step with XLA")

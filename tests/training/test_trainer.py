@@ -193,21 +193,61 @@ def test_resolve_precision():
         resolve_precision("half")
 
 
-def test_auto_precision_follows_a_onednn_isa_limit(monkeypatch):
-    """Under ONEDNN_MAX_CPU_ISA=AVX2 oneDNN has no bfloat16 matmul (TensorFlow
-    aborts at the first one), so `auto` must pick float32 whatever the CPU."""
+@pytest.mark.parametrize(
+    "limit, expected",
+    [
+        (None, ["avx2", "avx512f", "avx512_bf16", "amx_bf16"]),
+        ("ALL", ["avx2", "avx512f", "avx512_bf16", "amx_bf16"]),
+        ("avx512_core_amx", ["avx2", "avx512f", "avx512_bf16", "amx_bf16"]),
+        ("AVX512_CORE_BF16", ["avx2", "avx512f", "avx512_bf16"]),
+        ("AVX512_CORE", ["avx2", "avx512f"]),
+        ("AVX2", ["avx2"]),
+        ("avx2_vnni_2", ["avx2"]),
+        ("SSE41", []),
+    ],
+)
+def test_cpu_features_follow_a_onednn_isa_limit(monkeypatch, limit, expected):
+    """One rule, read by `--precision auto` and by the benchmarks' machine
+    records: the instruction sets oneDNN may use under ONEDNN_MAX_CPU_ISA."""
+    from keras_attention.training import strategy
+
+    monkeypatch.setattr(strategy, "_cpuinfo_flags", lambda: {
+        "sse4_1", "avx", "avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile"})
+    if limit is None:
+        monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    else:
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", limit)
+    assert strategy.cpu_features() == expected
+    assert strategy.onednn_isa_limit()[0] == (
+        None if limit in (None, "ALL", "avx512_core_amx") else limit.upper())
+    assert strategy._cpu_has_bfloat16() == ("avx512_bf16" in expected)
+
+
+def test_explicit_bfloat16_is_refused_where_tensorflow_would_abort(monkeypatch):
+    """On an AVX-512 processor TensorFlow gives bfloat16 matmuls to oneDNN;
+    limited below AVX512_CORE oneDNN has none, and the process aborted at the
+    first training step. The recipe now refuses the flag with a clear error;
+    AVX512_CORE (oneDNN emulates bfloat16) and processors without AVX-512
+    (TensorFlow's own kernels run it) still accept it."""
     from keras_attention.training import strategy
 
     monkeypatch.setattr(tf.config, "list_physical_devices", lambda kind=None: [])
-    cpu_has_bf16 = strategy._cpu_has_bfloat16()
-    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
-    assert not strategy._cpu_has_bfloat16()
-    assert resolve_precision("auto") == "float32"
-    for limit in ("avx512_core_amx", "AVX512_CORE_BF16", "ALL"):
+    avx512 = {"avx2", "avx512f", "avx512_bf16", "amx_bf16"}
+    monkeypatch.setattr(strategy, "_cpuinfo_flags", lambda: avx512)
+    for limit in ("AVX2", "avx2_vnni_2"):
         monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", limit)
-        assert strategy._cpu_has_bfloat16() == cpu_has_bf16
-    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE")
-    assert not strategy._cpu_has_bfloat16()
+        with pytest.raises(ValueError, match=(
+                f"--precision mixed_bfloat16 cannot run under ONEDNN_MAX_CPU_ISA="
+                f"{limit.upper()}: oneDNN then has no bfloat16 matmul")):
+            resolve_precision("mixed_bfloat16")
+        assert resolve_precision("auto") == "float32"
+        assert resolve_precision("float32") == "float32"
+    for limit in ("AVX512_CORE", "ALL"):
+        monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", limit)
+        assert resolve_precision("mixed_bfloat16") == "mixed_bfloat16"
+    monkeypatch.setattr(strategy, "_cpuinfo_flags", lambda: {"avx", "avx2", "fma"})
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert resolve_precision("mixed_bfloat16") == "mixed_bfloat16"
 
 
 def test_make_strategy_errors(monkeypatch):
