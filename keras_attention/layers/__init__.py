@@ -11,6 +11,7 @@ from keras_attention.layers.dropout_layer import Dropout, dropout
 from keras_attention.layers.encoder_block import EncoderBlock
 from keras_attention.layers.masks import causal_mask, merge_masks, padding_mask
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.output_projection import OutputProjection
 from keras_attention.layers.position import (
     SinusoidalPositionEncoding,
     TokenAndPositionEmbedding,
@@ -22,6 +23,7 @@ __all__ = [
     "Dropout",
     "EncoderBlock",
     "MultiHeadAttention",
+    "OutputProjection",
     "ScaledDotProductAttention",
     "SinusoidalPositionEncoding",
     "TokenAndPositionEmbedding",

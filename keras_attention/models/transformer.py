@@ -16,6 +16,7 @@ from keras_attention.layers import (
     DecoderBlock,
     Dropout,
     EncoderBlock,
+    OutputProjection,
     TokenAndPositionEmbedding,
 )
 from keras_attention.layers.masks import padding_mask
@@ -255,8 +256,8 @@ class Transformer(keras.Model):
             output_projection=(
                 None
                 if tie_output_embeddings
-                else keras.layers.Dense(decoder_vocabulary_size, dtype=dtype,
-                                        name="output_projection")
+                else OutputProjection(decoder_vocabulary_size, dtype=dtype,
+                                      name="output_projection")
             ),
             # Logits in float32 under mixed precision (a numerically safe softmax).
             logits_cast=keras.layers.Activation("linear", dtype="float32", name="logits"),
