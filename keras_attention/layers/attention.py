@@ -11,7 +11,7 @@ from keras import ops
 
 from keras_attention._constants import MASKED_LOGIT
 from keras_attention._validation import check_rate
-from keras_attention.layers.dropout_layer import dropout_factor
+from keras_attention.layers.dropout_layer import dropout_scale, keep_mask
 from keras_attention.layers.masks import (
     and_masks,
     causal_mask,
@@ -128,17 +128,25 @@ def scaled_dot_product_attention(
     # are already exactly 0); a fully masked row becomes 0 instead of uniform.
     float_mask = None if mask is None else ops.cast(mask, "float32")  # the mask's shape
     masked = weights if mask is None else weights * float_mask  # [..., T, S]
-    dropped = masked
+    # The [..., T, S] weights are cast, dropped and multiplied once (by V);
+    # what is left of the mask and the dropout's 1/(1 - rate) scale goes on
+    # the d_v-wide outputs: a factor per query row, 0 for a row with nothing
+    # to attend. One cast and one select of [..., T, S] forward and backward,
+    # instead of float32 multiplications by a mask and a dropout factor.
+    probabilities = ops.cast(weights, value.dtype)  # [..., T, S]
+    rescale = 1.0
     if dropout_rate > 0.0 and training:
-        # dropout(masked) with the mask folded into the dropout factor (whose
-        # values stay exactly {0, 1/(1-rate)}): one multiplication of the
-        # [..., T, S] weights forward and one backward instead of two each.
-        # `masked` itself is then unused unless the caller returns it.
-        factor = dropout_factor(weights, dropout_rate, seed)
-        if float_mask is not None:
-            factor = factor * float_mask
-        dropped = weights * factor
-    outputs = ops.matmul(ops.cast(dropped, value.dtype), value)  # [..., T, d_v]
+        keep = keep_mask(probabilities, dropout_rate, seed)  # [..., T, S]
+        probabilities = ops.where(keep, probabilities, ops.zeros((), probabilities.dtype))
+        rescale = dropout_scale(dropout_rate)
+    outputs = ops.matmul(probabilities, value)  # [..., T, d_v]
+    if mask is not None or rescale != 1.0:
+        factor = ops.convert_to_tensor(rescale, "float32")
+        if mask is not None:
+            rows = ops.any(mask, axis=-1, keepdims=True)  # [..., T, 1]: a key to attend
+            factor = ops.where(rows, factor, ops.zeros((), "float32"))
+        # In float32: a bfloat16 1/(1 - rate) would be off by up to 0.4 %.
+        outputs = ops.cast(ops.cast(outputs, "float32") * factor, value.dtype)
     return outputs, masked
 
 

@@ -94,6 +94,13 @@ def keep_mask(inputs, rate, seed):
     return ops.greater_equal(bits, threshold)
 
 
+def dropout_scale(rate):
+    """The scale inverted dropout gives the kept elements: `1 / (1 - rate)`,
+    with rate resolved to a multiple of 2^-16 as `keep_mask` draws it."""
+    check_rate("rate", rate)
+    return _threshold(rate)[1]
+
+
 def dropout_factor(inputs, rate, seed=None):
     """The float32 factor inverted dropout multiplies `inputs` by: 0 with
     probability `rate`, else `1 / (1 - rate)` (rate resolved to a multiple of

@@ -110,6 +110,33 @@ def test_dropout_only_in_training():
     assert_close(w, references.attention(q, k, v)[1])
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_training_dropout_matches_the_formula(dtype, causal):
+    """In training the outputs are dropout(weights)·V: the kept weights
+    scaled by 1/(1 - rate), the dropped ones 0, with the keep mask the seed
+    draws; a query row with nothing to attend gives 0 (never uniform)."""
+    from keras_attention.layers.dropout_layer import dropout_scale, keep_mask
+
+    rng = np.random.default_rng(7)
+    q, k, v = _inputs(rng, lead=(2, 3))
+    mask = _random_mask(rng, (2, 1, 5, 7))  # one fully masked query row
+    rate, seed = 0.25, 11
+    out, w = scaled_dot_product_attention(
+        q, k, ops.cast(v, dtype), mask=mask, causal=causal, dropout_rate=rate,
+        training=True, seed=seed)
+    _, expected_w = references.attention(q, k, v, mask=mask, causal=causal)
+    keep = to_numpy(keep_mask(ops.zeros(expected_w.shape), rate, seed)) > 0
+    expected = (expected_w * keep * dropout_scale(rate)) @ v
+    assert 0.1 < 1 - keep.mean() < 0.4  # the draw drops about `rate` of the weights
+    assert keras.backend.standardize_dtype(out.dtype) == dtype
+    assert_close(out, expected, dtype)
+    assert_close(w, expected_w)  # the returned weights are the ones before dropout
+    empty = ~np.broadcast_to(mask, expected_w.shape).any(-1)
+    assert empty.any()
+    np.testing.assert_array_equal(to_numpy(out)[empty], 0.0)
+
+
 @pytest.mark.parametrize(
     "shapes,mask_shape,match",
     [
