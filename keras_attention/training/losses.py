@@ -51,12 +51,16 @@ def _softmax_cross_entropy_tf(labels, logits, label_smoothing):
     CPU the oneDNN softmax is several times faster, and for V = 8000 the loss
     is a large part of a training step. With p = softmax(z):
 
-        log-sum-exp(z) = max(z) - log(max(p))   (max(p) >= 1/V: no underflow)
+        log-sum-exp(z) = z_y - log(p_y)
         loss  = log-sum-exp(z) - (1 - ε)·z_y - ε·mean_v(z_v)
-        ∂loss/∂z = p - (1 - ε)·onehot(y) - ε/V
+        ∂loss/∂z = p - q,   q = (1 - ε)·onehot(y) + ε/V
 
-    The gradient reuses p and writes the one-hot part with one scatter of B·T
-    values; nothing of size [B·T, V] is made besides p and the gradient.
+    The log-sum-exp reads two gathered values per row instead of reducing
+    the `[B·T, V]` logits; where some p_y is below 1e-30 (its log would
+    lose precision or be -inf) the batch takes `max(z) - log(max(p))`
+    instead (max(p) >= 1/V: no underflow). The gradient is one pass over p
+    with q made by `one_hot`; nothing of size [B·T, V] is made besides p,
+    q and the gradient.
     """
     import tensorflow as tf
 
@@ -68,20 +72,23 @@ def _softmax_cross_entropy_tf(labels, logits, label_smoothing):
     @tf.custom_gradient
     def cross_entropy(z):
         p = tf.nn.softmax(z)  # [N, V]
-        log_sum_exp = tf.reduce_max(z, -1) - tf.math.log(tf.reduce_max(p, -1))  # [N]
-        nll = log_sum_exp - tf.gather(z, y, batch_dims=1)
+        z_y = tf.gather(z, y, batch_dims=1)  # [N]
+        p_y = tf.gather(p, y, batch_dims=1)
+        log_sum_exp = tf.cond(
+            tf.reduce_min(p_y) > 1e-30,
+            lambda: z_y - tf.math.log(p_y),
+            lambda: tf.reduce_max(z, -1) - tf.math.log(tf.reduce_max(p, -1)),
+        )  # [N]
+        nll = log_sum_exp - z_y
         if eps:
             nll = (1.0 - eps) * nll + eps * (log_sum_exp - tf.reduce_mean(z, -1))
 
         def gradient(upstream):  # [N]
-            if eps:
-                vocabulary = tf.cast(tf.shape(z)[-1], z.dtype)
-                grad = (p - eps / vocabulary) * upstream[:, None]
-            else:
-                grad = p * upstream[:, None]
-            rows = tf.range(tf.shape(y)[0], dtype=y.dtype)
-            return tf.tensor_scatter_nd_sub(
-                grad, tf.stack([rows, y], axis=1), (1.0 - eps) * upstream)  # [N, V]
+            vocabulary = tf.shape(z)[-1]
+            uniform = eps / tf.cast(vocabulary, z.dtype)
+            target = tf.one_hot(y, vocabulary, on_value=1.0 - eps + uniform,
+                                off_value=uniform, dtype=z.dtype)  # [N, V]
+            return (p - target) * upstream[:, None]  # [N, V]
 
         return nll, gradient
 

@@ -48,6 +48,32 @@ def test_masked_cross_entropy_gradient_matches_numpy(eps):
     np.testing.assert_allclose(grad, expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("eps", [0.0, 0.1])
+def test_masked_cross_entropy_when_a_label_probability_underflows(eps):
+    """A label logit 200 below the others: p_y is 0 in float32, so the loss
+    cannot come from log(p_y); it must still be the exact, finite NumPy value
+    (about 200 + log(V - 1)), and the gradient softmax(z) - q."""
+    import tensorflow as tf
+
+    rng = np.random.default_rng(3)
+    logits = rng.normal(size=(2, 3, 9)).astype(np.float32)
+    labels = np.array([[1, 2, 0], [3, 4, 5]], np.int32)
+    logits[1, 1, 4] = -200.0  # p_y underflows for this token
+    z = tf.constant(logits)
+    with tf.GradientTape() as tape:
+        tape.watch(z)
+        losses, _ = masked_cross_entropy(labels, z, eps)
+        total = tf.reduce_sum(losses)
+    expected, _ = references.masked_cross_entropy(labels, logits, eps)
+    assert expected[1, 1] > 150
+    np.testing.assert_allclose(losses.numpy(), expected, rtol=1e-5, atol=1e-5)
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    q = np.eye(9)[labels] * (1 - eps) + eps / 9
+    np.testing.assert_allclose(tape.gradient(total, z).numpy(),
+                               (p - q) * (labels != 0)[..., None], rtol=1e-5, atol=1e-6)
+
+
 def test_masked_cross_entropy_with_a_vocabulary_known_only_at_run_time():
     import tensorflow as tf
 
