@@ -100,9 +100,11 @@ def scaled_dot_product_attention(
     if scale is None:
         scale = 1.0 / math.sqrt(d_k)
     # Logits and softmax in float32, whatever the compute dtype.
-    q = ops.cast(query, "float32")
+    # The scale goes on Q ([..., T, d_k]), not on the [..., T, S] logits:
+    # the backward pass then has no multiplication of the logits' gradient.
+    q = ops.cast(query, "float32") * scale
     k = ops.cast(key, "float32")
-    logits = ops.matmul(q, ops.swapaxes(k, -1, -2)) * scale  # [..., T, S]
+    logits = ops.matmul(q, ops.swapaxes(k, -1, -2))  # [..., T, S]
     if causal:
         t, s = ops.shape(query)[-2], ops.shape(key)[-2]
         mask = and_masks(mask, causal_mask(t, s))
