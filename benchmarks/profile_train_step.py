@@ -5,7 +5,11 @@ keras-hub model of `train_step.py`, profiled side by side.
 For each model it runs the same Keras training step as `train_step.py`
 under the TensorFlow profiler and prints the host self-time per step
 (summed over threads, so a 2-core machine has about 2x the wall time) by
-category and by op type. "IDLE" is time a core spent waiting.
+category and by op type. The profiler's "IDLE" is time a thread ran no op of
+its own; the Eigen and oneDNN worker shards of another thread's op run there
+and are not counted, so it is not time a core waited. What the cores really
+did shows in the first lines: the process CPU time per (unprofiled) step from
+`getrusage`, and the cores kept busy (CPU time / wall time).
 
     python benchmarks/profile_train_step.py [--policy mixed_bfloat16] [--steps 5] [--top 15]
 
@@ -18,7 +22,9 @@ import collections
 import glob
 import json
 import os
+import resource
 import tempfile
+import time
 import warnings
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -36,7 +42,7 @@ RANDOM_OPS = ("StatelessRandom",)
 
 def category(op_type, op_name):
     if op_type == "IDLE":
-        return "idle (a core waiting)"
+        return "no op of the thread's own (worker shards or waits)"
     if "compile_loss/" in op_name:
         return "loss (softmax cross-entropy)"
     if any(key in op_type for key in RANDOM_OPS):
@@ -71,6 +77,12 @@ def profile(name, policy, batch, length, steps, warmup):
     inputs, labels = batch_data(batch, length)
     for _ in range(warmup):
         model.train_on_batch(inputs, labels)
+    start, usage = time.perf_counter(), resource.getrusage(resource.RUSAGE_SELF)
+    for _ in range(steps):
+        np.asarray(model.train_on_batch(inputs, labels))
+    wall = (time.perf_counter() - start) / steps
+    end = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (end.ru_utime - usage.ru_utime + end.ru_stime - usage.ru_stime) / steps
     with tempfile.TemporaryDirectory() as logdir:
         tf.profiler.experimental.start(logdir)
         for _ in range(steps):
@@ -81,7 +93,7 @@ def profile(name, policy, batch, length, steps, warmup):
     for op_type, op_name, seconds in stats:
         by_category[category(op_type, op_name)] += seconds / steps
         by_type[op_type] += seconds / steps
-    return by_category, by_type
+    return by_category, by_type, (wall, cpu)
 
 
 def main(argv=None):
@@ -102,14 +114,20 @@ def main(argv=None):
           "host self-time per step in ms, summed over threads\n")
     header = f"{'':52}" + "".join(f"{n:>17}" for n in names)
     print(header)
-    categories = sorted({c for by_cat, _ in results.values() for c in by_cat},
+    for label, value in (("wall time per step, unprofiled", lambda w, c: w * 1e3),
+                         ("process CPU time per step (getrusage)", lambda w, c: c * 1e3),
+                         ("cores busy (CPU time / wall time)", lambda w, c: c / w)):
+        print(f"{label:52}" + "".join(f"{value(*results[n][2]):17.{2 if 'cores' in label else 1}f}"
+                                      for n in names))
+    print()
+    categories = sorted({c for by_cat, _, _ in results.values() for c in by_cat},
                         key=lambda c: -results[names[0]][0][c])
     for cat in categories:
         print(f"{cat:52}" + "".join(f"{results[n][0][cat] * 1e3:17.1f}" for n in names))
     print(f"{'total':52}" + "".join(f"{sum(results[n][0].values()) * 1e3:17.1f}" for n in names))
     print(f"\n{'op type':52}" + "".join(f"{n:>17}" for n in names))
     types = collections.Counter()
-    for _, by_type in results.values():
+    for _, by_type, _ in results.values():
         types.update(by_type)
     for op_type, _ in types.most_common(args.top):
         print(f"{op_type:52}" + "".join(f"{results[n][1][op_type] * 1e3:17.1f}" for n in names))
