@@ -55,6 +55,7 @@ import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
+import benchmarks._repo_root  # noqa: E402,F401  (TensorFlow imported quietly)
 from benchmarks._machine import cpu_info, describe  # noqa: E402
 
 RESULTS_DIR = os.path.join(HERE, "results")

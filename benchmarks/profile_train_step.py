@@ -30,10 +30,12 @@ import warnings
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 warnings.filterwarnings("ignore", category=UserWarning)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository root on sys.path, TensorFlow imported quietly)
+
+# isort: split
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository root on sys.path)
 from train_step import MODELS, POLICIES, batch_data, compiled_model  # noqa: E402  (benchmarks/)
 
 MATMUL_OPS = ("MatMul", "BatchMatMul")

@@ -38,7 +38,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository root on sys.path)
+import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository root on sys.path, TensorFlow imported quietly)
 from benchmarks._machine import cpu_info, describe  # noqa: E402
 
 SYSTEMS = ("keras_attention", "kerasio")

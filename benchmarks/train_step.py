@@ -45,12 +45,14 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # keras-hub's layers warn that EinsumDense drops masks; the table should stay readable.
 warnings.filterwarnings("ignore", category=UserWarning)
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository root on sys.path, TensorFlow imported quietly)
+
+# isort: split
 import keras  # noqa: E402
 import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository root on sys.path)
 from _machine import cpu_info, default_policies, describe, policy_label  # noqa: E402
 from _timing import interleaved_median_seconds, median_seconds  # noqa: E402  (benchmarks/, the script's folder)
 from keras_attention.layers import MultiHeadAttention  # noqa: E402

@@ -13,6 +13,29 @@ pytestmark = pytest.mark.slow  # each runs a benchmark script in a fresh process
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+SCRIPTS = ("ctranslate2", "decoding", "kerasio_translation", "profile_train_step", "quality",
+           "serving", "train_step")
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_benchmark_help_starts_quietly(script):
+    """`--help` works, and TensorFlow's start-up lines that read like failures
+    on a machine without a GPU (absl's preamble, `failed call to cuInit`, the
+    INFO lines) are not printed: the scripts import it through
+    `benchmarks/_repo_root.py`, as the recipes do."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user's
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "benchmarks", f"{script}.py"), "--help"],
+        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT, env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "usage:" in result.stdout
+    if not os.path.exists("/dev/nvidia0"):
+        assert "cuInit" not in result.stderr and "CUDA" not in result.stderr, result.stderr
+    assert "I0000" not in result.stderr and "absl::InitializeLog" not in result.stderr, (
+        result.stderr)
+
+
 def test_train_step_benchmark_runs(tmp_path):
     out = tmp_path / "result.json"
     result = subprocess.run(
