@@ -1,5 +1,7 @@
 """Backend-agnostic attention layers: keras.ops only, except that `dropout`
-draws its random bits with the backend's own generator (see dropout_layer.py)."""
+draws its random bits with the backend's own generator (see dropout_layer.py)
+and that `LayerNormalization` runs as one fused op on TensorFlow graphs
+outside XLA (see normalization.py)."""
 
 from keras_attention.layers._slices import update_slice, without_xla_ops, xla_ops_allowed
 from keras_attention.layers.attention import (
@@ -11,6 +13,7 @@ from keras_attention.layers.dropout_layer import Dropout, dropout
 from keras_attention.layers.encoder_block import EncoderBlock
 from keras_attention.layers.masks import causal_mask, merge_masks, padding_mask
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.normalization import LayerNormalization
 from keras_attention.layers.output_projection import OutputProjection
 from keras_attention.layers.position import (
     SinusoidalPositionEncoding,
@@ -22,6 +25,7 @@ __all__ = [
     "DecoderBlock",
     "Dropout",
     "EncoderBlock",
+    "LayerNormalization",
     "MultiHeadAttention",
     "OutputProjection",
     "ScaledDotProductAttention",

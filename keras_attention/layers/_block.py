@@ -13,6 +13,7 @@ from keras_attention._validation import (
 )
 from keras_attention.layers.dropout_layer import Dropout
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.normalization import LayerNormalization
 
 
 class TransformerBlockBase(keras.layers.Layer):
@@ -93,7 +94,7 @@ class TransformerBlockBase(keras.layers.Layer):
         )
 
     def _norm(self, name, d_model):
-        norm = keras.layers.LayerNormalization(
+        norm = LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name=name
         )
         norm.build((None, None, d_model))

@@ -16,6 +16,7 @@ from keras_attention.layers import (
     DecoderBlock,
     Dropout,
     EncoderBlock,
+    LayerNormalization,
     OutputProjection,
     TokenAndPositionEmbedding,
 )
@@ -230,7 +231,7 @@ class Transformer(keras.Model):
             )
 
         def final_norm(name):
-            return keras.layers.LayerNormalization(
+            return LayerNormalization(
                 epsilon=layer_norm_epsilon, dtype=dtype, name=name
             ) if norm_first else None
 
