@@ -113,3 +113,18 @@ def run_layer_test(
             assert np.all(np.isfinite(to_numpy(mixed_out))), policy
             assert_close(mixed_out, out, dtype, msg=policy)
     return layer
+
+
+def jax_value_and_gradients(layer, x, target, **call_kwargs):
+    """On JAX: the layer's outputs and the gradients of sum(outputs * target)
+    with respect to `x` and the trainable weights, as NumPy arrays."""
+    import jax
+
+    weights = [w.value for w in layer.trainable_weights]
+
+    def loss_fn(x, weights):
+        y, _ = layer.stateless_call(weights, [], x, **call_kwargs)
+        return (y.astype("float32") * target).sum(), y
+
+    (_, y), (gx, gw) = jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True)(x, weights)
+    return [to_numpy(y)] + [to_numpy(g) for g in [gx] + list(gw)]

@@ -3,7 +3,12 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import OutputProjection
-from tests.layer_test_case import TOLERANCES, run_layer_test, to_numpy
+from tests.layer_test_case import (
+    TOLERANCES,
+    jax_value_and_gradients,
+    run_layer_test,
+    to_numpy,
+)
 
 VOCABULARY = 37
 
@@ -42,16 +47,7 @@ def _value_and_gradients(layer, x, training):
             loss = tf.reduce_sum(tf.cast(y, "float32") * target)
         grads = tape.gradient(loss, [x] + [w.value for w in layer.trainable_weights])
     elif backend == "jax":
-        import jax
-
-        weights = [w.value for w in layer.trainable_weights]
-
-        def loss_fn(x, weights):
-            y, _ = layer.stateless_call(weights, [], x, training=training)
-            return (y.astype("float32") * target).sum(), y
-
-        (_, y), (gx, gw) = jax.value_and_grad(loss_fn, argnums=(0, 1), has_aux=True)(x, weights)
-        grads = [gx] + list(gw)
+        return jax_value_and_gradients(layer, x, target, training=training)
     else:
         pytest.skip(f"no gradient helper for the {backend} backend")
     return [to_numpy(y)] + [to_numpy(g) for g in grads]
