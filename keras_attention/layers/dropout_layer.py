@@ -8,10 +8,12 @@ largest costs (attention weights are `[B, N, T, S]`). A 16-bit uniform is
 enough to decide "keep" with probability `1 - rate` to within 2^-17, so this
 module draws 16 bits per element: half the generator work.
 
-The only backend-specific code of `keras_attention.layers` is here:
 `keras.random` has no op that returns raw random bits, so the bits are
-drawn with the backend's own generator (TensorFlow, JAX) and with
-`keras.random.randint` on any other backend. The semantics are the same on
+drawn with the backend's own generator (TensorFlow: Philox in plain graphs
+and eagerly, Threefry under XLA, where it is the faster one; JAX:
+Threefry) and with `keras.random.randint` on any other backend. A seed
+gives the same mask every time in one of these settings, but not the same
+mask in all of them. The semantics are the same on
 every backend: an element is kept iff its 16-bit uniform integer `u`
 satisfies `u >= round(rate * 65536)`, and kept elements are multiplied, in
 float32, by `1 / (1 - round(rate * 65536) / 65536)`, so the expected output
@@ -25,6 +27,7 @@ import numpy as np
 from keras import ops
 
 from keras_attention._validation import check_rate
+from keras_attention.layers._tf_context import in_xla_context
 
 _LEVELS = 65536  # 16-bit uniforms
 
@@ -49,9 +52,13 @@ def _keep_mask_tensorflow(inputs, threshold, seed):
     seed = tf.cast(tf.math.floormod(tf.cast(seed, tf.int64), tf.int32.max - 1), tf.int32)
     shape = tf.shape(inputs)
     size = tf.reduce_prod(shape)
+    # Under XLA, Threefry: XLA's Philox is about 5x slower on CPUs, and
+    # TensorFlow's Philox kernel (plain graphs) 2x; TensorFlow has no
+    # Threefry kernel outside XLA. JAX draws with Threefry too.
+    alg = "threefry" if in_xla_context() else "auto_select"
     # One uint64 holds four 16-bit uniforms.
     bits = tf.random.stateless_uniform(
-        [(size + 3) // 4], seed, minval=None, maxval=None, dtype=tf.uint64
+        [(size + 3) // 4], seed, minval=None, maxval=None, dtype=tf.uint64, alg=alg
     )
     bits = tf.reshape(tf.bitcast(bits, tf.uint16), [-1])[:size]
     return tf.reshape(bits >= tf.constant(threshold, tf.uint16), shape)

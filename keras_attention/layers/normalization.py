@@ -29,13 +29,7 @@ Keras' own, so checkpoints move between the two.
 
 import keras
 
-
-def _in_xla_context():
-    """True while TensorFlow traces a function for XLA (`jit_compile=True`)."""
-    import tensorflow as tf
-    from tensorflow.python.ops import control_flow_util
-
-    return control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph())
+from keras_attention.layers._tf_context import in_xla_context
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -52,7 +46,7 @@ class LayerNormalization(keras.layers.LayerNormalization):
         rank = len(inputs.shape)
         if rank < 2 or [a % rank for a in self.axis] != [rank - 1]:
             return False
-        return not _in_xla_context()
+        return not in_xla_context()
 
     def call(self, inputs):
         if not self._fused(inputs):

@@ -143,3 +143,33 @@ def test_rate_just_below_one_keeps_one_value_in_65536():
     y = to_numpy(dropout(ops.ones((N,)), 0.999999, seed=keras.random.SeedGenerator(6)))
     assert np.isfinite(y).all()
     assert np.unique(y).tolist() in ([0.0], [0.0, 65536.0])
+
+
+def test_under_xla_tensorflow_draws_with_threefry():
+    """Under `jit_compile` the bits come from Threefry (faster there than
+    XLA's Philox), in plain graphs from TensorFlow's Philox kernel; both
+    keep the drop fraction, independence and an int seed's reproducibility."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("TensorFlow's choice of generator")
+    import tensorflow as tf
+
+    rate = 0.3
+    x = tf.ones((N,))
+
+    def algorithms(jit_compile):
+        function = tf.function(lambda x: keep_mask(x, rate, seed=5), jit_compile=jit_compile)
+        graph = function.get_concrete_function(x).graph
+        draws = [op for op in graph.get_operations()
+                 if op.type == "StatelessRandomUniformFullIntV2"]
+        return {int(tf.get_static_value(op.inputs[3])) for op in draws}, function
+
+    (plain_algorithms, plain), (xla_algorithms, xla) = algorithms(False), algorithms(True)
+    threefry = tf.random.Algorithm.THREEFRY.value
+    assert xla_algorithms == {threefry} and threefry not in plain_algorithms
+    dropped = ~to_numpy(xla(x)).astype(bool)
+    np.testing.assert_array_equal(dropped, ~to_numpy(xla(x)).astype(bool))  # int seed: same mask
+    assert abs(dropped.mean() - rate) < _six_sigma(rate, N)
+    for shift in (1, 2, 3, 4):
+        both = (dropped[:-shift] & dropped[shift:]).mean()
+        assert abs(both - rate**2) < _six_sigma(rate**2, N - shift), (shift, both)
+    assert not np.array_equal(dropped, ~to_numpy(plain(x)).astype(bool))  # another generator
