@@ -3,6 +3,7 @@ example as a baseline) trains on a budget and translates (a tiny smoke run)."""
 
 import importlib.util
 import os
+import sys
 
 import pytest
 
@@ -36,10 +37,17 @@ PAIRS = [
 
 
 def _module():
-    path = os.path.join(ROOT, "benchmarks", "kerasio_translation.py")
-    spec = importlib.util.spec_from_file_location("kerasio_translation", path)
+    """The script loaded as a module, with its folder on `sys.path` as when it
+    runs (it imports `benchmarks/_repo_root.py` first)."""
+    folder = os.path.join(ROOT, "benchmarks")
+    spec = importlib.util.spec_from_file_location(
+        "kerasio_translation", os.path.join(folder, "kerasio_translation.py"))
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(folder)
     return module
 
 
