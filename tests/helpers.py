@@ -46,6 +46,9 @@ TINY = {
     "steps": 12, "steps_per_epoch": 6, "warmup_steps": 4, "backup_every_steps": 3,
     "beam_size": 2, "max_eval_sentences": 16, "precision": "float32", "strategy": "default",
     "shuffle_buffer": 1000,
+    # The same graphs on every machine (`None` picks XLA on CPUs without
+    # AVX-512): tiny runs would spend their time compiling a shape per bucket.
+    "jit_compile": False,
 }
 
 

@@ -20,6 +20,7 @@ from keras_attention.training.strategy import (
     STRATEGIES,
     is_chief,
     make_strategy,
+    resolve_jit_compile,
     resolve_precision,
 )
 from keras_attention.training.trainer import Trainer, TrainingDivergedError
@@ -41,5 +42,6 @@ __all__ = [
     "make_strategy",
     "masked_correct",
     "masked_cross_entropy",
+    "resolve_jit_compile",
     "resolve_precision",
 ]

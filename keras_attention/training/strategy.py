@@ -157,6 +157,31 @@ def resolve_precision(name="auto", strategy=None):
     return "mixed_bfloat16" if _cpu_has_bfloat16() else "float32"
 
 
+def resolve_jit_compile(jit_compile=None, precision="float32", strategy=None):
+    """Whether to compile the training step with XLA: `jit_compile` when it is
+    True or False; for None (`--jit-compile` not given), by measurement:
+
+    - on for float32 on a CPU without AVX-512 (or with oneDNN limited to
+      AVX2): there XLA's fused step was faster (2-core AMD EPYC, AVX2 only:
+      the benchmark's step 3,995 against 3,003 tokens/s; the bundled run 341
+      against 358 s of training; benchmarks/README.md);
+    - off elsewhere: with AVX-512 the float32 step was about as fast without
+      XLA and mixed_bfloat16 was 1.4x slower under XLA; on GPUs it was not
+      measured here, and TPUs compile every step with XLA anyway.
+    """
+    if jit_compile is not None:
+        if not isinstance(jit_compile, bool):
+            raise TypeError(f"`jit_compile` must be True, False or None; "
+                            f"received {jit_compile!r}.")
+        return jit_compile
+    if precision not in PRECISIONS or precision == "auto":
+        raise ValueError(f"`precision` must be a resolved policy name, one of "
+                         f"{list(PRECISIONS[1:])}; received {precision!r}.")
+    if isinstance(strategy, tf.distribute.TPUStrategy) or tf.config.list_physical_devices("GPU"):
+        return False
+    return precision == "float32" and "avx512f" not in cpu_features()
+
+
 def is_chief(strategy):
     """Whether this process writes the run's files (worker 0, or a single process)."""
     resolver = getattr(strategy, "cluster_resolver", None)

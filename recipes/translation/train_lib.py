@@ -46,6 +46,7 @@ from keras_attention.training import (
     list_checkpoints,
     load_weights_checked,
     make_strategy,
+    resolve_jit_compile,
     resolve_precision,
 )
 from keras_attention.translation import Translator
@@ -104,7 +105,10 @@ def _check_workdir(config, workdir):
     path = os.path.join(workdir, "config.json")
     if not os.path.exists(path):
         return False
-    previous = load_config(path)
+    # XLA on or off changes the speed (and which generator draws the dropout
+    # masks), not the run: a run may resume with either, e.g. one written
+    # before --jit-compile's default became None (auto).
+    previous = dataclasses.replace(load_config(path), jit_compile=config.jit_compile)
     if previous != config:
         changed = [
             f"{f.name}: {getattr(previous, f.name)!r} -> {getattr(config, f.name)!r}"
@@ -258,10 +262,11 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
     keras.utils.set_random_seed(config.seed)
     precision = resolve_precision(config.precision, strategy)
     keras.config.set_dtype_policy(precision)
+    jit_compile = resolve_jit_compile(config.jit_compile, precision, strategy)
     chief = is_chief(strategy)
     print(f"Run directory: {workdir} ({'resuming' if resumed else 'new'}); strategy "
           f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s); "
-          f"precision {precision}.", flush=True)
+          f"precision {precision}; XLA {'on' if jit_compile else 'off'}.", flush=True)
     source_tokenizer, target_tokenizer, learned = _tokenizers(config, corpus, workdir)
     train_pairs = corpus.load("train")
     stats = length_statistics(train_pairs, source_tokenizer, target_tokenizer, config.max_length)
@@ -316,7 +321,7 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
         callbacks.append(best)
     trainer = Trainer(
         model, optimizer, strategy, label_smoothing=config.label_smoothing,
-        clip_norm=config.clip_norm, jit_compile=config.jit_compile,
+        clip_norm=config.clip_norm, jit_compile=jit_compile,
         backup_dir=os.path.join(workdir, "backup"),
         backup_every_steps=config.backup_every_steps,
         checkpoint_dir=os.path.join(workdir, "checkpoints"),

@@ -23,7 +23,7 @@ from recipes.translation.config import (
     check_config,
     config_from_args,
 )
-from recipes.translation.train_lib import evaluate_run, train_and_evaluate
+from recipes.translation.train_lib import _check_workdir, evaluate_run, train_and_evaluate
 from tests.helpers import FRESH_PROCESS, TINY, free_ports, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -280,6 +280,18 @@ def test_another_config_in_the_same_workdir_is_refused(tiny_run):
     before = snapshot(workdir)
     with pytest.raises(ValueError, match=r"another config \(steps: 12 -> 13\)"):
         train_and_evaluate(dataclasses.replace(config, steps=13), str(workdir), verbose=0)
+    assert snapshot(workdir) == before
+
+
+def test_a_run_resumes_with_xla_on_or_off(tiny_run):
+    """--jit-compile changes the speed, not the run: a run written with
+    either value (or with the old default, False) resumes with any."""
+    config, workdir, _ = tiny_run
+    before = snapshot(workdir)
+    for jit_compile in (None, True, False):
+        assert _check_workdir(dataclasses.replace(config, jit_compile=jit_compile), str(workdir))
+    with pytest.raises(ValueError, match=r"another config \(steps: 12 -> 13\)"):
+        _check_workdir(dataclasses.replace(config, jit_compile=True, steps=13), str(workdir))
     assert snapshot(workdir) == before
 
 

@@ -250,6 +250,34 @@ def test_explicit_bfloat16_is_refused_where_tensorflow_would_abort(monkeypatch):
     assert resolve_precision("mixed_bfloat16") == "mixed_bfloat16"
 
 
+def test_jit_compile_auto_follows_the_measurements(monkeypatch):
+    """`--jit-compile` unset: XLA for float32 on CPUs without AVX-512 (also
+    under ONEDNN_MAX_CPU_ISA=AVX2), where it was measured faster; off with
+    AVX-512, for mixed precision and on GPUs; an explicit value wins."""
+    from keras_attention.training import resolve_jit_compile, strategy
+
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA", raising=False)
+    monkeypatch.setattr(strategy.tf.config, "list_physical_devices", lambda kind=None: [])
+    monkeypatch.setattr(strategy, "_cpuinfo_flags", lambda: {"avx", "avx2", "fma"})
+    assert resolve_jit_compile(None, "float32") is True
+    assert resolve_jit_compile(None, "mixed_bfloat16") is False
+    assert resolve_jit_compile(False, "float32") is False
+    monkeypatch.setattr(strategy, "_cpuinfo_flags",
+                        lambda: {"avx2", "avx512f", "avx512_bf16", "amx_bf16"})
+    assert resolve_jit_compile(None, "float32") is False
+    assert resolve_jit_compile(True, "mixed_bfloat16") is True
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
+    assert resolve_jit_compile(None, "float32") is True
+    monkeypatch.setattr(strategy.tf.config, "list_physical_devices",
+                        lambda kind=None: ["GPU:0"] if kind == "GPU" else [])
+    assert resolve_jit_compile(None, "float32") is False
+    with pytest.raises(TypeError, match="`jit_compile` must be True, False or None; "
+                       "received 'yes'"):
+        resolve_jit_compile("yes", "float32")
+    with pytest.raises(ValueError, match="received 'auto'"):
+        resolve_jit_compile(None, "auto")
+
+
 def test_make_strategy_errors(monkeypatch):
     with pytest.raises(ValueError, match="Unknown strategy 'gpu'"):
         make_strategy("gpu")
