@@ -9,24 +9,50 @@ from keras_attention.training.strategy import cpu_features, onednn_isa_limit
 
 def cpu_info():
     """`{"model": str, "cpus": int, "flags": [...]}`: the processor's model
-    (from /proc/cpuinfo on Linux, or what `platform` knows elsewhere) and the
+    (from /proc/cpuinfo on Linux, with its family/model numbers as
+    "family_model", or what `platform` knows elsewhere) and the
     instruction sets of `FLAGS` it has that TensorFlow's kernels (oneDNN) may
     use. Under `ONEDNN_MAX_CPU_ISA` (e.g. AVX2: how this repository measures
     AVX2-only processors on newer ones) the flags it withholds are left out
     and the limit is recorded; the library's `--precision auto` reads the
     same rule (`keras_attention.training.strategy`)."""
     model = platform.processor() or platform.machine()
+    fields = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            model = next((line.partition(":")[2].strip() for line in f
-                          if line.partition(":")[0].strip() == "model name"), model)
+            for line in f:
+                key, _, value = line.partition(":")
+                if not key.strip():
+                    break  # the first processor's block ends
+                fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    info = {"model": model, "cpus": os.cpu_count(), "flags": cpu_features()}
+    info = {"model": fields.get("model name", model), "cpus": os.cpu_count(),
+            "flags": cpu_features()}
+    # Under a hypervisor the name can be as bare as "AMD EPYC"; the family
+    # and model numbers still tell the generation (AMD 23/1: Zen 1).
+    if "cpu family" in fields and "model" in fields:
+        info["family_model"] = f"{fields['cpu family']}/{fields['model']}"
     limit, _ = onednn_isa_limit()
     if limit:
         info["onednn_max_cpu_isa"] = limit
+    onednn = tensorflow_uses_onednn()
+    if onednn is not None:
+        info["tensorflow_onednn"] = onednn
     return info
+
+
+def tensorflow_uses_onednn():
+    """Whether TensorFlow runs its oneDNN kernels here (None where it cannot
+    say). Its default is on only for processors with newer instructions
+    (e.g. AVX-512 VNNI or BF16, AMX); elsewhere, e.g. on an AVX2-only CPU,
+    every op is an Eigen kernel unless `TF_ENABLE_ONEDNN_OPTS=1`. This
+    decides more of a step's speed than the instruction sets alone."""
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+    except ImportError:
+        return None
+    return bool(_pywrap_util_port.IsMklEnabled())
 
 
 def describe(info=None):
@@ -34,7 +60,11 @@ def describe(info=None):
     flags = ", ".join(info["flags"]) or "no AVX2"
     limit = info.get("onednn_max_cpu_isa")
     limited = f"; oneDNN limited to {limit} by ONEDNN_MAX_CPU_ISA" if limit else ""
-    return f"{info['model']}, {info['cpus']} CPUs ({flags}{limited})"
+    family_model = info.get("family_model")
+    numbers = f" (family/model {family_model})" if family_model else ""
+    onednn = {True: "; TensorFlow's oneDNN kernels on", False: "; TensorFlow's oneDNN kernels off",
+              None: ""}[info.get("tensorflow_onednn")]
+    return f"{info['model']}{numbers}, {info['cpus']} CPUs ({flags}{limited}{onednn})"
 
 
 def native_bfloat16(info=None):

@@ -60,14 +60,20 @@ def test_train_step_benchmark_runs(tmp_path):
     assert data["machine"]["cpus"] >= 1 and "CPUs" in data["machine_description"]
 
 
-def test_machine_records_an_avx2_limit(monkeypatch):
-    """ONEDNN_MAX_CPU_ISA=AVX2 (an AVX2-only processor measured on a newer
-    one) drops the AVX-512 and AMX flags and the bfloat16 policies."""
+def _import_machine():
+    """benchmarks/_machine.py, imported as the scripts import it."""
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     try:
         import _machine
     finally:
         sys.path.pop(0)
+    return _machine
+
+
+def test_machine_records_an_avx2_limit(monkeypatch):
+    """ONEDNN_MAX_CPU_ISA=AVX2 (an AVX2-only processor measured on a newer
+    one) drops the AVX-512 and AMX flags and the bfloat16 policies."""
+    _machine = _import_machine()
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
     info = _machine.cpu_info()
     assert info["onednn_max_cpu_isa"] == "AVX2"
@@ -77,6 +83,43 @@ def test_machine_records_an_avx2_limit(monkeypatch):
     assert "oneDNN limited to AVX2" in _machine.describe(info)
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
     assert "onednn_max_cpu_isa" not in _machine.cpu_info()
+
+
+def test_machine_records_the_family_and_model_numbers():
+    """A hypervisor may name the processor only "AMD EPYC"; the x86 family and
+    model numbers of /proc/cpuinfo's first processor tell its generation."""
+    _machine = _import_machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        pytest.skip("no /proc/cpuinfo on this system")
+    first = dict((k.strip(), v.strip()) for k, _, v in
+                 (line.partition(":") for line in text.split("\n\n")[0].splitlines()))
+    if "cpu family" not in first:
+        pytest.skip("/proc/cpuinfo has no x86 family numbers here")
+    info = _machine.cpu_info()
+    assert info["family_model"] == f"{first['cpu family']}/{first['model']}"
+    assert info["model"] == first["model name"]
+    assert f"(family/model {info['family_model']})" in _machine.describe(info)
+
+
+def test_machine_records_whether_tensorflow_runs_onednn():
+    """TensorFlow's oneDNN kernels are off by default on older processors
+    (an AVX2-only EPYC runs Eigen's): the record says which, and follows
+    TF_ENABLE_ONEDNN_OPTS in a fresh process."""
+    code = ("import sys; sys.path.insert(0, 'benchmarks'); import _machine; "
+            "info = _machine.cpu_info(); print(info['tensorflow_onednn']); "
+            "print(_machine.describe(info))")
+    for value in ("0", "1"):
+        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                cwd=ROOT, env={**os.environ, "TF_ENABLE_ONEDNN_OPTS": value},
+                                timeout=300)
+        assert result.returncode == 0, result.stderr
+        onednn, description = result.stdout.splitlines()[-2:]
+        assert onednn == str(value == "1")
+        state = "on" if value == "1" else "off"
+        assert description.endswith(f"TensorFlow's oneDNN kernels {state})")
 
 
 def test_profile_train_step_runs():
