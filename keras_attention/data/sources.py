@@ -100,13 +100,13 @@ class TfdsCorpus:
     def load(self, split, shuffle_files=False):
         """`(source, target)` scalar string pairs of `split`."""
         _check_split(split, self.split_names)
-        examples = tfds.load(
-            self.name,
-            split=self.split_names[split],
-            data_dir=self.data_dir,
-            download=self.download,
-            shuffle_files=shuffle_files,
-        )
+        # What `tfds.load` does, through the builder: `tfds.load` of a dataset
+        # not prepared yet (the bundled corpus on first use) logs "WARNING
+        # Variant folder ... has no dataset_info.json" on a healthy run.
+        builder = tfds.builder(self.name, data_dir=self.data_dir)
+        if self.download:
+            builder.download_and_prepare()
+        examples = builder.as_dataset(split=self.split_names[split], shuffle_files=shuffle_files)
         source, target = self.source_language, self.target_language
         return examples.map(lambda ex: (ex[source], ex[target]),
                             num_parallel_calls=tf.data.AUTOTUNE)
