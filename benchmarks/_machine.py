@@ -4,7 +4,7 @@ that decide its speed (AVX2, AVX-512, AVX-512 BF16, AMX)."""
 import os
 import platform
 
-from keras_attention.training.strategy import cpu_features, onednn_isa_limit
+from keras_attention.training.strategy import cpu_features, cpuinfo_fields, onednn_isa_limit
 
 
 def cpu_info():
@@ -16,19 +16,9 @@ def cpu_info():
     AVX2-only processors on newer ones) the flags it withholds are left out
     and the limit is recorded; the library's `--precision auto` reads the
     same rule (`keras_attention.training.strategy`)."""
-    model = platform.processor() or platform.machine()
-    fields = {}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if not key.strip():
-                    break  # the first processor's block ends
-                fields.setdefault(key.strip(), value.strip())
-    except OSError:
-        pass
-    info = {"model": fields.get("model name", model), "cpus": os.cpu_count(),
-            "flags": cpu_features()}
+    fields = cpuinfo_fields()
+    info = {"model": fields.get("model name") or platform.processor() or platform.machine(),
+            "cpus": os.cpu_count(), "flags": cpu_features()}
     # Under a hypervisor the name can be as bare as "AMD EPYC"; the family
     # and model numbers still tell the generation (AMD 23/1: Zen 1).
     if "cpu family" in fields and "model" in fields:

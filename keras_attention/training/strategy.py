@@ -74,14 +74,25 @@ _ONEDNN_ISA_LIMITS = (
 )
 
 
-def _cpuinfo_flags():
-    """The processor's flags from /proc/cpuinfo (Linux); empty elsewhere."""
+def cpuinfo_fields():
+    """The first processor's fields of /proc/cpuinfo (Linux), e.g. "model
+    name", "cpu family", "model", "flags"; empty elsewhere."""
+    fields = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            line = next((line for line in f if line.startswith("flags")), "")
+            for line in f:
+                key, _, value = line.partition(":")
+                if not key.strip():
+                    break  # the first processor's block ends
+                fields.setdefault(key.strip(), value.strip())
     except OSError:
-        return set()
-    return set(line.partition(":")[2].split())
+        pass
+    return fields
+
+
+def _cpuinfo_flags():
+    """The processor's flags from /proc/cpuinfo (Linux); empty elsewhere."""
+    return set(cpuinfo_fields().get("flags", "").split())
 
 
 def onednn_isa_limit():
