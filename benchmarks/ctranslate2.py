@@ -16,7 +16,11 @@ In one process, the run's model is converted to CTranslate2
    (median latency, on a subset), for
    - ours in process (`Translator.translate`, tf.function) in the run's
      precision, compiled by XLA (the default, `jit_compile=True`) and as a
-     plain graph (`jit_compile=False`), and in float32 (XLA);
+     plain graph (`jit_compile=False`), and in float32 (XLA); also with
+     `early_stopping=True` (a sentence stops once beam-size hypotheses
+     have finished: CTranslate2's rule, with its default patience 1) and
+     `early_stopping=False` (Hugging Face's heuristic), where the default
+     "never" stops only when no live hypothesis can still win;
    - our exported SavedModel (the run's newest `export/<version>`, loaded
      with `tf.saved_model.load`), batches in order of source length;
    - CTranslate2 float32 and int8 (`intra_threads` = the CPUs), through
@@ -295,6 +299,12 @@ def main(argv=None):
         "ours_graph": (f"ours, `Translator.translate` ({policy}, `jit_compile=False`: graph)",
                        ours(translator.with_settings(jit_compile=False))),
         "ours_float32": ("ours, `Translator.translate` (float32, XLA-compiled)", ours(float32)),
+        "ours_early_stopping": (f"ours, `Translator.translate` ({policy}, XLA-compiled, "
+                                "`early_stopping=True`: CTranslate2's rule)",
+                                ours(translator.with_settings(early_stopping=True))),
+        "ours_heuristic_stopping": (f"ours, `Translator.translate` ({policy}, XLA-compiled, "
+                                    "`early_stopping=False`: Hugging Face's rule)",
+                                    ours(translator.with_settings(early_stopping=False))),
         "saved_model": (f"our SavedModel (export {os.path.basename(export_path)}, "
                         f"{export_settings['dtype_policy']}, beam {export_settings['beam_size']})",
                         saved_model),
@@ -339,7 +349,7 @@ def main(argv=None):
         r["beam_outputs_identical_to_ours_float32"] = sum(
             a == b for a, b in zip(hypotheses[name], hypotheses["ours_float32"])) / len(sentences)
     int8 = results["systems"]["ctranslate2_int8"]
-    for name in ("ours", "ours_float32"):
+    for name in ("ours", "ours_float32", "ours_early_stopping"):
         r = results["systems"][name]
         results[f"ratio_{name}_to_ctranslate2_float32"] = {
             "throughput_batch": r["throughput_vs_ctranslate2_float32"],

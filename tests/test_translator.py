@@ -127,6 +127,30 @@ def test_constructor_checks(small):
                    length_penalty=-1)
 
 
+def test_early_stopping_travels_with_presets_and_exports(small, tmp_path):
+    """`early_stopping` is a decoding setting like the beam size: saved in
+    translator.json and export.json, fixed in the SavedModel's graph."""
+    early = small.with_settings(early_stopping=True, beam_size=3)
+    assert small.early_stopping == "never" and early.early_stopping is True
+    expected = translate(small.model, small.source_tokenizer, small.target_tokenizer, SENTENCES,
+                         beam_size=3, length_penalty=0.6, verbose=0, jit_compile=True,
+                         early_stopping=True)
+    assert early.translate_with_scores(SENTENCES) == expected
+
+    loaded = Translator.from_preset(early.save_to_preset(str(tmp_path / "preset")))
+    assert loaded.get_config() == early.get_config()
+    export_path = early.export(str(tmp_path / "export"))
+    settings = json.load(open(os.path.join(export_path, "assets.extra", "export.json")))
+    assert settings["early_stopping"] is True
+    assert Translator.from_preset(export_path).early_stopping is True
+    served = tf.saved_model.load(export_path).signatures["serving_default"](
+        text=tf.constant(SENTENCES))
+    assert [t.decode("utf-8") for t in served["translation"].numpy()] == expected[0]
+    np.testing.assert_allclose(served["score"].numpy(), expected[1], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="early_stopping='yes'"):
+        small.with_settings(early_stopping="yes")
+
+
 def test_bad_paths_name_what_is_missing(small, tmp_path):
     with pytest.raises(FileNotFoundError, match="is not a directory"):
         Translator.from_preset(str(tmp_path / "nowhere"))

@@ -9,17 +9,21 @@ Modules: `greedy` (`greedy_search`), `beam` (`beam_search`), `_loop` (what
 they share); `search`, which picks one by beam size, is defined here.
 """
 
+from keras_attention.decoding._loop import check_early_stopping
 from keras_attention.decoding.beam import beam_search
 from keras_attention.decoding.greedy import greedy_search
 
 
 def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=4,
-           length_penalty=0.6, num_return_sequences=None):
+           length_penalty=0.6, num_return_sequences=None, early_stopping="never"):
     """`greedy_search` when `beam_size == 1`, `beam_search` otherwise, both
-    with `length_penalty`; returns `(tokens [B, L], scores [B])`, scores
-    log P(Y|X) / lp(Y) whatever the beam size, or with
+    with `length_penalty` (`early_stopping` goes to `beam_search`; greedy
+    search stops when its one hypothesis ends, whatever it says); returns
+    `(tokens [B, L], scores [B])`, scores log P(Y|X) / lp(Y) whatever the
+    beam size, or with
     `num_return_sequences=n` (at most `beam_size`) the n best,
     `([B, n, L], [B, n])`."""
+    check_early_stopping(early_stopping)
     if beam_size == 1:
         if num_return_sequences not in (None, 1):
             raise ValueError(f"`num_return_sequences`={num_return_sequences!r} needs a beam "
@@ -31,7 +35,8 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=4,
         return tokens[:, None], scores[:, None]
     return beam_search(model, encoder_tokens, max_length, start_id, end_id,
                        beam_size=beam_size, length_penalty=length_penalty,
-                       num_return_sequences=num_return_sequences)
+                       num_return_sequences=num_return_sequences,
+                       early_stopping=early_stopping)
 
 
 __all__ = ["beam_search", "greedy_search", "search"]

@@ -36,6 +36,13 @@ def check_search_args(model, max_length, start_id, end_id, beam_size, length_pen
     check_non_negative("length_penalty", length_penalty)
 
 
+def check_early_stopping(early_stopping):
+    """`early_stopping` of `beam_search`: "never", True or False."""
+    if not (isinstance(early_stopping, bool) or early_stopping == "never"):
+        raise ValueError(f"`early_stopping` must be \"never\", True or False; received "
+                         f"early_stopping={early_stopping!r}.")
+
+
 def encode_source(model, encoder_tokens, beam_size=1):
     """Encodes once and repeats each sentence `beam_size` times (b*K + k)."""
     encoder_outputs, encoder_mask = model.encode(encoder_tokens)  # [B, S, D], [B, S]

@@ -9,6 +9,7 @@ from keras import ops
 from keras_attention._constants import MASKED_LOGIT
 from keras_attention._validation import check_positive_int
 from keras_attention.decoding._loop import (
+    check_early_stopping,
     check_search_args,
     encode_source,
     length_penalty_factor,
@@ -28,15 +29,17 @@ def beam_search(
     length_penalty=0.6,
     use_cache=True,
     num_return_sequences=None,
+    early_stopping="never",
 ):
     """Finds high-scoring translations with beam search.
 
     Keeps `beam_size` live hypotheses and the `beam_size` best finished ones
     (ended by `end_id`), scored as `greedy_search` scores its one hypothesis:
     log P(Y|X) / lp(Y) with the GNMT length penalty
-    lp(Y) = ((5 + |Y|) / 6)^length_penalty, |Y| counting the end token. A
-    sentence stops when no live hypothesis can beat its worst finished one;
-    the loop stops when every sentence has. Each step runs
+    lp(Y) = ((5 + |Y|) / 6)^length_penalty, |Y| counting the end token. When
+    a sentence stops is `early_stopping`'s choice (the names and meanings of
+    Hugging Face's `GenerationConfig.early_stopping`); the loop stops when
+    every sentence has. Each step runs
     only the new position through the decoder, over the key/value caches
     (fixed shapes: compiles once under XLA / `tf.function`).
 
@@ -57,6 +60,19 @@ def beam_search(
             [1, beam_size] for the n best, best first: the finished
             hypotheses by score, then (when fewer than n finished) the live
             ones by log-probability, scored as if they ended at L.
+        early_stopping: when a sentence stops.
+            `"never"` (the default): when no live hypothesis can still beat
+            its worst finished one (its log-probability over lp(L): the
+            exact bound of tensor2tensor's and TF Model Garden's search).
+            `True`: as soon as `beam_size` hypotheses have finished, as in
+            fairseq, Marian and CTranslate2 (patience 1); about 35 % fewer
+            steps on the bundled corpus.
+            `False`: when `beam_size` have finished and the best live
+            hypothesis, were it to end now, would score no higher than the
+            worst of them (Hugging Face's default heuristic).
+            With `True` and `False`, as in those libraries, a candidate
+            ending in `end_id` finishes only when it ranks among the step's
+            best `beam_size` candidates, so a beam of one is greedy search.
 
     Returns:
         `(tokens, scores)`: int32 `tokens` `[B, L]` of the best hypothesis,
@@ -77,6 +93,7 @@ def beam_search(
         Wu et al., "Google's Neural Machine Translation System", 2016, eq. 14.
     """
     check_search_args(model, max_length, start_id, end_id, beam_size, length_penalty)
+    check_early_stopping(early_stopping)
     if num_return_sequences is not None:
         check_positive_int("num_return_sequences", num_return_sequences)
         if num_return_sequences > beam_size:
@@ -101,6 +118,7 @@ def beam_search(
         ops.zeros((batch_size, k, length), "int32"),  # finished sequences
         ops.full((batch_size, k), MASKED_LOGIT, "float32"),  # finished scores
         ops.zeros((batch_size, k), "bool"),  # finished flags
+        ops.zeros((batch_size,), "bool"),  # sentences done
     )
     max_lp = length_penalty_factor(max_length, length_penalty)
 
@@ -110,8 +128,11 @@ def beam_search(
     def gather(x, index):
         return _gather_rows(x, index, batch_size)
 
+    # Which of the 2K candidates of a step may finish a hypothesis.
+    may_finish = ops.arange(2 * k) < (2 * k if early_stopping == "never" else k)  # [2K]
+
     def update(state, i, logits):
-        sequences, alive_log_probs, fin_seq, fin_scores, fin_flags = state
+        sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, done = state
         log_probs = ops.reshape(ops.log_softmax(logits, axis=-1), (batch_size, k, vocabulary))
         candidates = ops.reshape(alive_log_probs[:, :, None] + log_probs,
                                  (batch_size, k * vocabulary))  # [B, K*V]
@@ -130,22 +151,36 @@ def beam_search(
         parent = gather(top_beam, alive_pos)  # [B, K] beam each live beam continues
         order = ops.reshape(parent + ops.arange(batch_size)[:, None] * k, (rows,))
 
-        # Finished: the best K of the old finished and the candidates ending now.
+        # Finished: the best K of the old finished and the candidates ending
+        # now (none once the sentence is done: its result is kept as it was,
+        # whatever the rest of the batch still decodes).
+        finishes = ops.logical_and(ops.logical_and(ends, may_finish[None, :]),
+                                   ops.logical_not(done)[:, None])  # [B, 2K]
         new_scores = ops.where(
-            ends, normalized_score(top_log_probs, i + 1, length_penalty), MASKED_LOGIT)  # [B, 2K]
+            finishes, normalized_score(top_log_probs, i + 1, length_penalty),
+            MASKED_LOGIT)  # [B, 2K]
         fin_scores, fin_pos = ops.top_k(ops.concatenate([fin_scores, new_scores], 1), k)
         fin_seq = gather(ops.concatenate([fin_seq, top_seq], 1), fin_pos)
-        fin_flags = gather(ops.concatenate([fin_flags, ends], 1), fin_pos)
-        return (sequences, alive_log_probs, fin_seq, fin_scores, fin_flags), order
+        fin_flags = gather(ops.concatenate([fin_flags, finishes], 1), fin_pos)
+        done = ops.logical_or(done, sentence_done(alive_log_probs, fin_scores, fin_flags, i))
+        return (sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, done), order
+
+    def sentence_done(alive_log_probs, fin_scores, fin_flags, i):
+        """[B] bool: whether each sentence stops after step i."""
+        all_finished = ops.all(fin_flags, axis=1)  # [B]: K finished hypotheses
+        if early_stopping is True:
+            return all_finished
+        if early_stopping == "never":
+            # log-probabilities only fall and lp only grows (alpha >= 0): the
+            # best a live beam can still reach is its log-probability over lp(L).
+            best_alive = alive_log_probs[:, 0] / max_lp  # [B]
+        else:  # the best live beam's score if it ended now, with i + 1 tokens
+            best_alive = normalized_score(alive_log_probs[:, 0], i + 1, length_penalty)
+        worst_finished = ops.min(ops.where(fin_flags, fin_scores, MASKED_LOGIT), axis=1)  # [B]
+        return ops.logical_and(all_finished, worst_finished >= best_alive)
 
     def keep_going(state, i):
-        _, alive_log_probs, _, fin_scores, fin_flags = state
-        # log-probabilities only fall and lp only grows (alpha >= 0): the best
-        # a live beam can still reach is its log-probability over lp(L).
-        best_alive = alive_log_probs[:, 0] / max_lp  # [B]
-        worst_finished = ops.min(ops.where(fin_flags, fin_scores, MASKED_LOGIT), axis=1)  # [B]
-        done = ops.logical_and(ops.all(fin_flags, axis=1), worst_finished >= best_alive)
-        return ops.logical_not(ops.all(done))
+        return ops.logical_not(ops.all(state[5]))
 
     def reorder_cache(cache, order):
         # Only the self-attention caches differ between beams; the
@@ -155,7 +190,7 @@ def beam_search(
             for self_cache, cross_cache in cache
         )
 
-    sequences, alive_log_probs, fin_seq, fin_scores, fin_flags = run_search(
+    sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, _ = run_search(
         model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
         keep_going, reorder_cache=reorder_cache, use_cache=use_cache,
     )

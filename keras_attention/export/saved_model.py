@@ -27,6 +27,7 @@ import tensorflow as tf
 from keras_attention._validation import check_non_negative, check_positive_int
 from keras_attention.data.tokenizers import END_ID, START_ID, save_tokenizers, tokenize_with_end
 from keras_attention.decoding import search
+from keras_attention.decoding._loop import check_early_stopping
 from keras_attention.layers import without_xla_ops
 
 
@@ -58,7 +59,7 @@ def check_text(text):
 
 
 def _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
-                max_output_length):
+                max_output_length, early_stopping):
     max_input_length = model.max_length
 
     def serve(text):
@@ -70,7 +71,7 @@ def _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_pen
         empty = ids.row_lengths() == 1  # [END] alone: "" and whitespace-only inputs
         encoder_tokens = ids.to_tensor()  # [B, S], 0-padded
         tokens, scores = search(model, encoder_tokens, max_output_length, START_ID, END_ID,
-                                beam_size, length_penalty)
+                                beam_size, length_penalty, early_stopping=early_stopping)
         translation = target_tokenizer.detokenize(tokens)
         return {
             "translation": tf.where(empty, tf.constant(""), translation),
@@ -93,7 +94,7 @@ def with_dtype_policy(model, dtype_policy):
 
 def export_translator(model, source_tokenizer, target_tokenizer, export_dir, version=None,
                       beam_size=4, length_penalty=0.6, max_output_length=None,
-                      dtype_policy=None, verbose=False):
+                      dtype_policy=None, verbose=False, early_stopping="never"):
     """Writes `<export_dir>/<version>/` and returns its path.
 
     Args:
@@ -110,10 +111,13 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
             model's `max_length`). Sources are truncated to `max_length`.
         dtype_policy: serve under this Keras dtype policy (e.g. "float32")
             instead of the model's own.
+        early_stopping: when beam search stops a sentence (`beam_search`),
+            fixed in the graph.
     """
     check_positive_int("beam_size", beam_size)
     check_non_negative("length_penalty", length_penalty)
     check_positive_int("max_output_length", max_output_length, allow_none=True)
+    check_early_stopping(early_stopping)
     if dtype_policy is not None:
         model = with_dtype_policy(model, dtype_policy)
     max_output_length = min(max_output_length or model.max_length, model.max_length)
@@ -134,7 +138,7 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
     archive.add_endpoint(
         "serving_default",
         _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
-                    max_output_length),
+                    max_output_length, early_stopping),
         # No declared shape: `check_text` checks it at run time (see there).
         input_signature=[tf.TensorSpec(None, tf.string, name="text")],
     )
@@ -147,6 +151,7 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
     with open(os.path.join(extra, "export.json"), "w", encoding="utf-8") as f:
         json.dump({
             "beam_size": beam_size, "length_penalty": length_penalty,
+            "early_stopping": early_stopping,
             "dtype_policy": model.dtype_policy.name,
             "max_input_length": model.max_length, "max_output_length": max_output_length,
             "signature": {"inputs": {"text": "string [batch]"},

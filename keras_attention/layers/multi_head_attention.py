@@ -19,7 +19,10 @@ from keras_attention._validation import (
     check_rate,
 )
 from keras_attention.layers._slices import update_slice
-from keras_attention.layers.attention import scaled_dot_product_attention
+from keras_attention.layers.attention import (
+    scaled_dot_product_attention,
+    single_query_attention,
+)
 from keras_attention.layers.masks import and_masks, check_mask_shape, merge_masks
 
 
@@ -261,17 +264,23 @@ class MultiHeadAttention(keras.layers.Layer):
             key_length=ops.shape(k)[1],
             causal_offset=0 if cache_update_index is None else cache_update_index,
         )
-        if mask is not None:
-            mask = ops.expand_dims(mask, -3)  # [B, 1, T, S]: same for every head
-
         groups = self.num_heads // self._kv_heads
         if groups > 1:
             k = ops.repeat(k, groups, axis=2)  # [B, S, N, H]
             v = ops.repeat(v, groups, axis=2)  # [B, S, N, Hv]
+        scale = 1.0 / math.sqrt(self.key_dim)
+        if (q.shape[1] == 1 and not return_attention_details
+                and (self.dropout == 0.0 or training is None or training is False)):
+            # One query position (a decoding step): matrix-vector products
+            # in the projections' layout, no transposes.
+            heads, scores = single_query_attention(q, k, v, mask=mask, scale=scale)
+            return self._outputs(self.output_dense(heads), scores, None, return_attention_scores,
+                                 cache)
+        if mask is not None:
+            mask = ops.expand_dims(mask, -3)  # [B, 1, T, S]: same for every head
         q = ops.transpose(q, (0, 2, 1, 3))  # [B, N, T, H]
         k = ops.transpose(k, (0, 2, 1, 3))  # [B, N, S, H]
         v = ops.transpose(v, (0, 2, 1, 3))  # [B, N, S, Hv]
-        scale = 1.0 / math.sqrt(self.key_dim)
         heads, scores = scaled_dot_product_attention(
             q,
             k,
@@ -283,8 +292,7 @@ class MultiHeadAttention(keras.layers.Layer):
             seed=self.seed_generator,
         )  # [B, N, T, Hv], [B, N, T, S]
         outputs = self.output_dense(ops.transpose(heads, (0, 2, 1, 3)))  # [B, T, out]
-
-        result = (outputs,)
+        details = None
         if return_attention_details:
             # Recomputed only here: the normal path keeps its fused kernel.
             dot_products = ops.matmul(
@@ -292,6 +300,13 @@ class MultiHeadAttention(keras.layers.Layer):
             )  # [B, N, T, S]
             details = {"query": q, "key": k, "value": v, "dot_products": dot_products,
                        "scale": scale, "mask": mask, "weights": scores, "outputs": heads}
+        return self._outputs(outputs, scores, details, return_attention_scores, cache)
+
+    @staticmethod
+    def _outputs(outputs, scores, details, return_attention_scores, cache):
+        """`outputs`, then the details or the scores when asked, then the cache."""
+        result = (outputs,)
+        if details is not None:
             result += (details,)
         elif return_attention_scores:
             result += (scores,)

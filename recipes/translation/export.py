@@ -38,7 +38,8 @@ from recipes.translation.config import positive_int  # noqa: E402
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16",
                  "float16", "bfloat16", "float32")
 SAVEDMODEL_ONLY = ("version", "beam_size", "length_penalty", "max_output_length",
-                   "dtype_policy")
+                   "early_stopping", "dtype_policy")
+EARLY_STOPPING = {"never": "never", "true": True, "false": False}
 
 
 def main(argv=None):
@@ -61,6 +62,10 @@ def main(argv=None):
                         help="GNMT length penalty alpha (default: the run's)")
     parser.add_argument("--max-output-length", type=positive_int,
                         help="most target tokens (default: the run's --max-length)")
+    parser.add_argument("--early-stopping", choices=tuple(EARLY_STOPPING),
+                        help="when beam search stops a sentence: never (the exact bound), true "
+                        "(once beam-size hypotheses have finished, as fairseq and CTranslate2) "
+                        "or false (Hugging Face's heuristic) (default: never)")
     parser.add_argument("--dtype-policy", choices=("float32", "mixed_bfloat16", "mixed_float16"),
                         help="serve under this precision (default: the model's; float32 "
                         "suits CPUs without bfloat16 instructions)")
@@ -89,7 +94,8 @@ def main(argv=None):
         _, translator = load_translator(args.workdir, args.checkpoint)
         overrides = {name: value for name, value in (
             ("beam_size", args.beam_size), ("length_penalty", args.length_penalty),
-            ("max_output_length", args.max_output_length)) if value is not None}
+            ("max_output_length", args.max_output_length),
+            ("early_stopping", EARLY_STOPPING.get(args.early_stopping))) if value is not None}
         translator = translator.with_settings(**overrides)
         if args.format == "ctranslate2":
             name = "ctranslate2" + (f"-{args.quantization}" if args.quantization else "")

@@ -6,6 +6,7 @@ import pytest
 from keras import ops
 
 from keras_attention.layers import ScaledDotProductAttention, scaled_dot_product_attention
+from keras_attention.layers.attention import single_query_attention
 from tests import references
 from tests.layer_test_case import TOLERANCES, assert_close, run_layer_test, to_numpy
 
@@ -207,3 +208,39 @@ def test_layer_harness(causal, tmp_path):
     expected_out, expected_w = references.attention(q, k, v, causal=causal)
     assert_close(out, expected_out)
     assert_close(w, expected_w)
+
+
+@pytest.mark.parametrize("masked,s,dtype", list(itertools.product(
+    [False, True], [1, 9], ["float32", "float16", "bfloat16"])))
+def test_single_query_attention_matches_numpy_reference(masked, s, dtype):
+    """The decoding step's attention (one query, heads on axis -2) is
+    softmax(QKᵀ/√d_k + mask)·V, fully masked rows giving zeros, as
+    `scaled_dot_product_attention` in the heads-first layout."""
+    rng = np.random.default_rng(7)
+    q, k, v = _inputs(rng, lead=(3, 4), t=1, s=s)  # [B, N, T, d]
+    mask = rng.random((3, 1, s)) > 0.3 if masked else None
+    if masked:
+        mask[0] = False  # sentence 0 may attend nothing
+        mask[1, 0, 0] = True
+    expected_out, expected_w = references.attention(
+        q, k, v, None if mask is None else mask[:, None])
+    to_layout = lambda a: ops.cast(np.swapaxes(a, 1, 2), dtype)  # noqa: E731  [B, T, N, d]
+    out, w = single_query_attention(to_layout(q), to_layout(k), to_layout(v), mask=mask)
+    assert keras.backend.standardize_dtype(out.dtype) == dtype
+    assert keras.backend.standardize_dtype(w.dtype) == "float32"
+    assert tuple(out.shape) == (3, 1, 4, 6) and tuple(w.shape) == (3, 4, 1, s)
+    rtol, atol = TOLERANCES[dtype]
+    np.testing.assert_allclose(to_numpy(w), expected_w, rtol=rtol, atol=atol * 2)
+    np.testing.assert_allclose(to_numpy(out), np.swapaxes(expected_out, 1, 2), rtol=rtol,
+                               atol=atol * 4)
+    if masked:
+        assert not np.any(to_numpy(out)[0]) and not np.any(to_numpy(w)[0])
+
+
+def test_single_query_attention_needs_one_query_and_matching_shapes():
+    rng = np.random.default_rng(8)
+    q, k, v = (np.swapaxes(a, 1, 2) for a in _inputs(rng, lead=(2, 3), t=2, s=5))
+    with pytest.raises(ValueError, match=r"one position .*received shape \(2, 2, 3, 8\)"):
+        single_query_attention(q, k, v)
+    with pytest.raises(ValueError, match="same last dimension d_k"):
+        single_query_attention(q[:, :1], k[..., :4], v)

@@ -92,6 +92,42 @@ def test_equals_keras_multi_head_attention(causal):
         assert_close(sa, sb)
 
 
+@pytest.mark.parametrize("num_key_value_heads", [None, 2])
+def test_one_query_position_equals_keras_multi_head_attention(num_key_value_heads):
+    """A single query position (a decoding step) takes its own path: the
+    same outputs and scores as Keras' layer, with a fully masked row."""
+    rng = np.random.default_rng(4)
+    q, v = _data(rng, b=3, t=1, s=9)
+    ours = MultiHeadAttention(num_heads=4, key_dim=8, output_dim=12,
+                              num_key_value_heads=num_key_value_heads)
+    theirs = keras.layers.MultiHeadAttention(num_heads=4, key_dim=8, output_shape=12)
+    ours(q, v)
+    theirs(q, v)
+    if num_key_value_heads:  # Keras' layer has a head per query head: repeat ours
+        groups = 4 // num_key_value_heads
+        for name in ("key_dense", "value_dense"):
+            src, dst = getattr(ours, name), getattr(theirs, f"_{name}")
+            dst.kernel.assign(np.repeat(to_numpy(src.kernel), groups, axis=1))
+            dst.bias.assign(np.repeat(to_numpy(src.bias), groups, axis=0))
+        for name in ("query_dense", "output_dense"):
+            for s, d in zip(getattr(ours, name).weights, getattr(theirs, f"_{name}").weights):
+                d.assign(s)
+    else:
+        _copy_into_keras_mha(ours, theirs)
+    mask = rng.random((3, 1, 9)) > 0.3
+    mask[:2, :, 0] = True
+    for kwargs in ({}, {"attention_mask": mask}):
+        a, sa = ours(q, v, return_attention_scores=True, **kwargs)
+        b, sb = theirs(q, v, return_attention_scores=True, **kwargs)
+        assert_close(a, b)
+        assert_close(sa, sb)
+    mask[2] = False  # Keras averages a fully masked row; we give it zeros
+    a, sa = ours(q, v, attention_mask=mask, return_attention_scores=True)
+    expected = to_numpy(ours.output_dense(ops.zeros((3, 1, 4, 8))))  # the bias alone
+    assert_close(to_numpy(a)[2], expected[2])
+    assert not np.any(to_numpy(sa)[2])
+
+
 def _embedded(ids_q, ids_v, d=16):
     q_in, v_in = (keras.Input((ids_q.shape[1],), dtype="int32"),
                   keras.Input((ids_v.shape[1],), dtype="int32"))

@@ -235,6 +235,22 @@ def test_export_command_refuses_beam_size_0(tiny_run):
     assert snapshot(workdir) == before
 
 
+def test_export_command_sets_early_stopping(tiny_run, tmp_path, capsys):
+    from recipes.translation import export
+
+    _, workdir, _ = tiny_run
+    export.main(["--workdir", str(workdir), "--export-dir", str(tmp_path / "export"),
+                 "--early-stopping", "true"])
+    path = capsys.readouterr().out.split("Exported to ")[-1].strip()
+    settings = json.load(open(os.path.join(path, "assets.extra", "export.json")))
+    assert settings["early_stopping"] is True
+    with pytest.raises(SystemExit) as e:
+        export.main(["--workdir", str(workdir), "--format", "ctranslate2",
+                     "--early-stopping", "true"])
+    assert e.value.code == 2
+    assert "--early-stopping applies to --format savedmodel only" in capsys.readouterr().err
+
+
 def test_truncated_config_json_is_named(tmp_path, text_files):
     workdir = tmp_path / "run"
     workdir.mkdir()
