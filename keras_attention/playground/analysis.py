@@ -107,7 +107,7 @@ def analyze(translator, text, beam_size=None, target=None):
     if target is None:
         max_length = min(translator.max_output_length or limit, limit)
         search = _compiled_search(model, beam_size, alpha, max_length, beam_size,
-                                  translator.jit_compile)
+                                  translator.jit_compile, translator.early_stopping)
         tokens, scores = search(encoder_tokens)  # [1, n, L], [1, n]
         hypotheses = [[int(t) for t in row if t != 0] for row in tokens.numpy()[0]]
         texts = [t.decode("utf-8") for t in  # the n rows in one call (padding dropped)

@@ -112,6 +112,22 @@ def test_translate_answer_is_the_models_own(playground_url, playground_translato
     assert answer["attention"]["cross"]["key_tokens"] == answer["source_tokens"]
 
 
+def test_translations_follow_the_translators_early_stopping(playground_translator):
+    """The playground decodes with the translator's settings, the stopping
+    rule included: its n-best list is `Translator.translate`'s under each."""
+    n_best = {}
+    for early_stopping in ("never", True):
+        translator = playground_translator.with_settings(early_stopping=early_stopping)
+        n_best[early_stopping], scores = translator.translate(
+            SENTENCES, beam_size=4, num_return_sequences=4, return_scores=True)
+        for text, expected, expected_scores in zip(SENTENCES, n_best[early_stopping], scores):
+            answer = analyze(translator, text, beam_size=4)
+            assert [t["text"] for t in answer["translations"]] == expected
+            np.testing.assert_allclose([t["score"] for t in answer["translations"]],
+                                       expected_scores, rtol=1e-4)
+    assert n_best["never"] != n_best[True]  # the rules tell apart on these sentences
+
+
 def test_forced_target_scores_the_given_translation(playground_url, playground_translator):
     """"My own translation": the given target's tokens, each one's
     probability from the model, and its score from them as the search
