@@ -319,8 +319,10 @@ def test_benchmark_runs(tiny_run, tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
     assert data["greedy_correctness"]["ctranslate2_float32_vs_ours_float32"]["identical"] == 1.0
-    assert set(data["systems"]) == {"ours", "ours_float32", "saved_model", "ctranslate2_float32",
-                                    "ctranslate2_int8"}
+    assert set(data["systems"]) == {"ours", "ours_float32", "ours_early_stopping",
+                                    "ours_heuristic_stopping", "saved_model",
+                                    "ctranslate2_float32", "ctranslate2_int8"}
     assert data["machine"]["model"] and data["ratio_ours_to_ctranslate2_float32"][
         "throughput_batch"] > 0
+    assert data["ratio_ours_early_stopping_to_ctranslate2_float32"]["throughput_batch"] > 0
     assert "| CTranslate2 int8 |" in result.stdout
