@@ -163,7 +163,7 @@ def single_query_attention(query, key, value, mask=None, scale=None):
     With T = 1, Q·Kᵀ and weights·V are matrix-vector products; as batched
     matmuls over `[B, N]` they are thousands of tiny dots plus the transposes
     into `[B, N, S, H]`. Elementwise products summed over an axis are one
-    fused loop each under XLA (3x faster at 128 rows on an AVX2-only CPU,
+    fused loop each under XLA (2-3x faster at 128 rows on an AVX2-only CPU,
     `benchmarks/README.md`) and read the cache in its own layout.
 
     Args:
