@@ -94,7 +94,9 @@ def analyze(translator, text, beam_size=None, target=None):
     from keras_attention.translation import (  # the translator's own graphs
         _compiled_search,
         _detokenize_fn,
+        _pad_to_bucket,
         _tokenize_fn,
+        default_bucket_boundaries,
     )
 
     model = translator.model
@@ -108,7 +110,13 @@ def analyze(translator, text, beam_size=None, target=None):
         max_length = min(translator.max_output_length or limit, limit)
         search = _compiled_search(model, beam_size, alpha, max_length, beam_size,
                                   translator.jit_compile, translator.early_stopping)
-        tokens, scores = search(encoder_tokens)  # [1, n, L], [1, n]
+        # Padded as `Translator.translate([text])` pads it (bucket length, one
+        # row): the same compiled shapes, so the same numbers and n-best list
+        # (an unpadded source differs in the last bits, enough to swap near
+        # ties), and a bounded number of traces however long each request.
+        padded = _pad_to_bucket([source_ids], default_bucket_boundaries(limit),
+                                1 if translator.jit_compile else None)
+        tokens, scores = search(padded)  # [1, n, L], [1, n]
         hypotheses = [[int(t) for t in row if t != 0] for row in tokens.numpy()[0]]
         texts = [t.decode("utf-8") for t in  # the n rows in one call (padding dropped)
                  _detokenize_fn(translator.target_tokenizer)(tokens[0]).numpy()]
