@@ -14,9 +14,10 @@ import urllib.parse
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
+from keras_attention.data.tokenizers import tokenize_with_end
 from keras_attention.playground import MAX_BEAM_SIZE, MAX_TEXT_LENGTH, analyze, attention_html
-from keras_attention.visualization import attention_maps
 from tests.helpers import SENTENCES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -63,9 +64,10 @@ def _softmax_rows(dot_products, scale, mask):
 
 
 def test_translate_answer_is_the_models_own(playground_url, playground_translator):
-    """The n-best list is `Translator.translate`'s; the attention weights
-    are `attention_maps`'; every weight is softmax(q·k · scale + mask) of
-    the numbers sent, and every head output their weighted sum of values."""
+    """The n-best list is `Translator.translate`'s; the tokens are the
+    source's and the best translation's, and the attention weights the
+    model's own on them; every weight is softmax(q·k · scale + mask) of the
+    numbers sent, and every head output their weighted sum of values."""
     text = SENTENCES[0]
     status, answer = translate(playground_url, text=text, beam_size=2)
     assert status == 200 and answer["mode"] == "translate" and answer["source"] == text
@@ -74,12 +76,22 @@ def test_translate_answer_is_the_models_own(playground_url, playground_translato
     assert [t["text"] for t in answer["translations"]] == expected[0]
     np.testing.assert_allclose([t["score"] for t in answer["translations"]], scores[0],
                                rtol=1e-4)
-    maps = attention_maps(playground_translator.model, playground_translator.source_tokenizer,
-                          playground_translator.target_tokenizer, text, beam_size=2,
-                          length_penalty=playground_translator.length_penalty)
-    assert answer["source_tokens"] == maps.source_tokens
-    assert answer["target_tokens"] == maps.target_tokens
-    assert answer["target_input_tokens"] == maps.target_input_tokens
+    # The model's own maps, teacher-forced on the tokens sent (not
+    # `attention_maps`' own search: unpadded, its shapes round differently
+    # from the translator's and may pick another near tie of this tiny model).
+    tokenizers = playground_translator.source_tokenizer, playground_translator.target_tokenizer
+    source_ids, input_ids = ([tokenizer.token_to_id(token) for token in answer[key]]
+                             for tokenizer, key in zip(tokenizers, ("source_tokens",
+                                                                    "target_input_tokens")))
+    assert source_ids == tokenize_with_end(tokenizers[0], tf.constant([text]),
+                                           playground_translator.model.max_length).to_list()[0]
+    assert answer["target_tokens"] == answer["target_input_tokens"][1:] + ["[END]"]
+    if len(input_ids) < playground_translator.model.max_length:  # not cut at the limit
+        best = tokenizers[1].detokenize(tf.constant([input_ids[1:]])).numpy()[0]
+        assert best.decode("utf-8") == expected[0][0]
+    scores = playground_translator.model.attention_scores(np.asarray([source_ids]),
+                                                          np.asarray([input_ids]))
+    maps = {kind: np.stack([np.asarray(m)[0] for m in layers]) for kind, layers in scores.items()}
     model = answer["model"]
     s, t = len(answer["source_tokens"]), len(answer["target_tokens"])
     assert len(answer["token_probabilities"]) == t
@@ -90,7 +102,7 @@ def test_translate_answer_is_the_models_own(playground_url, playground_translato
                                ("cross", model["num_decoder_layers"], t, s)):
         a = answer["attention"][kind]
         weights = np.asarray(a["weights"])
-        np.testing.assert_allclose(weights, getattr(maps, kind), atol=2e-5)
+        np.testing.assert_allclose(weights, maps[kind], atol=2e-5)
         assert weights.shape == (layers, model["num_heads"], q, k)
         assert np.asarray(a["queries"]).shape == (layers, model["num_heads"], q, model["key_dim"])
         assert np.asarray(a["values"]).shape == (layers, model["num_heads"], k,
@@ -112,24 +124,34 @@ def test_translate_answer_is_the_models_own(playground_url, playground_translato
     assert answer["attention"]["cross"]["key_tokens"] == answer["source_tokens"]
 
 
-def test_translations_follow_the_translators_early_stopping(playground_translator):
+def test_translations_follow_the_translators_early_stopping(playground_translator, monkeypatch):
     """The playground decodes with the translator's settings, the stopping
-    rule included: its n-best list is `Translator.translate([text])`'s under
-    each (the same padded shapes, so the same numbers: an untrained-looking
-    tiny model has near ties that any other padding may swap)."""
-    n_best = {}
-    for early_stopping in ("never", True):
+    rule included: its search is compiled with the translator's
+    `early_stopping`, and its n-best list is `Translator.translate([text])`'s
+    (the same padded shapes, so the same numbers: this tiny model has near
+    ties that other shapes may swap; and its n-best lists are often the same
+    under every rule, so the rule is read off the search it compiles)."""
+    from keras_attention import translation
+
+    compiled, rules = translation._compiled_search, []
+
+    def watched(*args):
+        rules.append(args[-1])
+        return compiled(*args)
+
+    monkeypatch.setattr(translation, "_compiled_search", watched)
+    for early_stopping in ("never", True, False):
         translator = playground_translator.with_settings(early_stopping=early_stopping)
-        n_best[early_stopping] = []
-        for text in SENTENCES:
+        for text in SENTENCES[:2]:
             (expected,), (expected_scores,) = translator.translate(
                 [text], beam_size=4, num_return_sequences=4, return_scores=True)
+            rules.clear()
             answer = analyze(translator, text, beam_size=4)
+            assert [(type(rule), rule) for rule in rules] == [(type(early_stopping),
+                                                               early_stopping)]
             assert [t["text"] for t in answer["translations"]] == expected
             np.testing.assert_allclose([t["score"] for t in answer["translations"]],
                                        expected_scores, rtol=1e-4)
-            n_best[early_stopping].append(expected)
-    assert n_best["never"] != n_best[True]  # the rules tell apart on these sentences
 
 
 def test_forced_target_scores_the_given_translation(playground_url, playground_translator):
