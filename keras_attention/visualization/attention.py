@@ -40,20 +40,20 @@ class AttentionMaps:
 
 
 def attention_maps(model, source_tokenizer, target_tokenizer, source, target=None,
-                   beam_size=4, length_penalty=0.6):
+                   beam_size=4, length_penalty=0.6, early_stopping="never"):
     """Runs `model` on `source` and returns every attention map.
 
     With `target=None` the model translates `source` first (beam search, or
     greedy with `beam_size=1`) and the maps are those of its own
     translation; with a `target` sentence they are the teacher-forced maps
-    of that pair.
+    of that pair. `early_stopping` goes to `beam_search`.
     """
     source_ids = tokenize_with_end(source_tokenizer, tf.constant([source]), model.max_length)
     source_ids = source_ids.to_list()[0]
     encoder_tokens = np.asarray([source_ids], np.int32)
     if target is None:
         tokens, _ = search(model, encoder_tokens, model.max_length, START_ID, END_ID,
-                           beam_size, length_penalty)
+                           beam_size, length_penalty, early_stopping=early_stopping)
         output_ids = [int(t) for t in ops.convert_to_numpy(tokens)[0] if t != 0]
         if not output_ids or output_ids[-1] != END_ID:  # hit the length limit
             output_ids = output_ids[: model.max_length - 1] + [END_ID]

@@ -149,6 +149,20 @@ def positive_int(text):
     return value
 
 
+# `--early-stopping` of export.py and evaluate.py: flag value -> `beam_search`'s.
+EARLY_STOPPING = {"never": "never", "true": True, "false": False}
+
+
+def add_early_stopping_flag(parser):
+    """Adds `--early-stopping {never,true,false}`; `EARLY_STOPPING[value]`
+    (None when not given) is what `Translator(early_stopping=...)` takes."""
+    parser.add_argument("--early-stopping", choices=tuple(EARLY_STOPPING),
+                        help="when beam search stops a sentence: never (the exact bound), true "
+                        "(once beam-size hypotheses have finished, as fairseq and CTranslate2) "
+                        "or false (Hugging Face's heuristic) (default: the run's, never unless a "
+                        "preset was saved with another)")
+
+
 PRESETS = {
     # The bundled English -> Spanish corpus: trains on a 2-core CPU in minutes.
     "bundled": TranslationConfig(),

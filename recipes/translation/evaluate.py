@@ -20,7 +20,11 @@ import logging
 if not __package__:  # run as a file, not with `python -m recipes.translation.evaluate`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from recipes.translation.config import positive_int  # noqa: E402
+from recipes.translation.config import (  # noqa: E402
+    EARLY_STOPPING,
+    add_early_stopping_flag,
+    positive_int,
+)
 
 
 def main(argv=None):
@@ -40,6 +44,7 @@ def main(argv=None):
     parser.add_argument("--beam-size", type=positive_int,
                         help="beam size (default: the run's)")
     parser.add_argument("--length-penalty", type=float, help="length penalty (default: the run's)")
+    add_early_stopping_flag(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     if args.source_file and args.split:
@@ -57,7 +62,8 @@ def main(argv=None):
             args.workdir, checkpoint=args.checkpoint, split=args.split,
             source_file=args.source_file, reference_file=args.reference_file,
             output_dir=args.output_dir, beam_size=args.beam_size,
-            length_penalty=args.length_penalty, verbose=0 if args.quiet else 1,
+            length_penalty=args.length_penalty,
+            early_stopping=EARLY_STOPPING.get(args.early_stopping), verbose=0 if args.quiet else 1,
         )
     except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e}\n")

@@ -31,7 +31,11 @@ import os
 if not __package__:  # run as a file, not with `python -m recipes.translation.export`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from recipes.translation.config import positive_int  # noqa: E402
+from recipes.translation.config import (  # noqa: E402
+    EARLY_STOPPING,
+    add_early_stopping_flag,
+    positive_int,
+)
 
 # CTranslate2's weight types (keras_attention.export.ctranslate2.QUANTIZATIONS;
 # listed here so that --help needs no TensorFlow).
@@ -39,7 +43,6 @@ QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16
                  "float16", "bfloat16", "float32")
 SAVEDMODEL_ONLY = ("version", "beam_size", "length_penalty", "max_output_length",
                    "early_stopping", "dtype_policy")
-EARLY_STOPPING = {"never": "never", "true": True, "false": False}
 
 
 def main(argv=None):
@@ -62,10 +65,7 @@ def main(argv=None):
                         help="GNMT length penalty alpha (default: the run's)")
     parser.add_argument("--max-output-length", type=positive_int,
                         help="most target tokens (default: the run's --max-length)")
-    parser.add_argument("--early-stopping", choices=tuple(EARLY_STOPPING),
-                        help="when beam search stops a sentence: never (the exact bound), true "
-                        "(once beam-size hypotheses have finished, as fairseq and CTranslate2) "
-                        "or false (Hugging Face's heuristic) (default: never)")
+    add_early_stopping_flag(parser)
     parser.add_argument("--dtype-policy", choices=("float32", "mixed_bfloat16", "mixed_float16"),
                         help="serve under this precision (default: the model's; float32 "
                         "suits CPUs without bfloat16 instructions)")

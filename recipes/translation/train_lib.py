@@ -505,7 +505,8 @@ def visualize(translator, sentences, output_dir, target=None, layers=None):
         maps = attention_maps(translator.model, translator.source_tokenizer,
                               translator.target_tokenizer, sentence, target,
                               beam_size=translator.beam_size,
-                              length_penalty=translator.length_penalty)
+                              length_penalty=translator.length_penalty,
+                              early_stopping=translator.early_stopping)
         paths += save_attention_heatmaps(maps, output_dir, layers=layers,
                                          prefix=heatmap_prefix(sentence, output_dir))
     return paths
@@ -529,14 +530,18 @@ def write_html(translator, sentences, path, target=None):
 
 
 def evaluate_run(workdir, checkpoint=None, split=None, source_file=None, reference_file=None,
-                 output_dir=None, beam_size=None, length_penalty=None, verbose=1):
+                 output_dir=None, beam_size=None, length_penalty=None, early_stopping=None,
+                 verbose=1):
     """Scores a run directory (or one of its checkpoints) on a split or on
     given files; writes `<output_dir>/hypotheses.<name>.txt` and
-    `<output_dir>/scores.<name>.json`. Returns the scores."""
+    `<output_dir>/scores.<name>.json`. Returns the scores. The decoding
+    settings given (not None) replace the run's."""
     config, translator = load_translator(workdir, checkpoint)
     overrides = {k: v for k, v in (("beam_size", beam_size), ("length_penalty", length_penalty))
                  if v is not None}
     config = dataclasses.replace(config, **overrides)
+    if early_stopping is not None:  # a decoding setting the training config has not
+        overrides["early_stopping"] = early_stopping
     translator = translator.with_settings(**overrides)
     output_dir = output_dir or workdir
     sources = references = corpus = None
@@ -557,6 +562,9 @@ def evaluate_run(workdir, checkpoint=None, split=None, source_file=None, referen
                    references=references,
                    output_prefix=os.path.join(output_dir, f"hypotheses.{name}"), verbose=verbose)
     result["checkpoint"] = checkpoint or "model.keras"
+    result["decoding"] = {"beam_size": translator.beam_size,
+                          "length_penalty": translator.length_penalty,
+                          "early_stopping": translator.early_stopping}
     scores_path = os.path.join(output_dir, f"scores.{name}.json")
     _write_json(scores_path, result)
     print(f"Wrote {os.path.join(output_dir, f'hypotheses.{name}.txt')} and {scores_path}",

@@ -190,15 +190,18 @@ def test_evaluate_a_split_files_and_a_checkpoint(tiny_run, text_files, tmp_path)
 
 
 def test_evaluate_command_line(tiny_run, tmp_path):
-    _, workdir, _ = tiny_run
+    config, workdir, _ = tiny_run
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user's
     result = subprocess.run(
         [sys.executable, EVALUATE, "--workdir", str(workdir), "--split", "test", "--quiet",
-         "--output-dir", str(tmp_path)],
+         "--output-dir", str(tmp_path), "--early-stopping", "true"],
         capture_output=True, text=True, timeout=300, check=False, cwd=ROOT, env=env,
     )
     assert result.returncode == 0, result.stderr[-2000:]
-    assert json.loads(result.stdout[result.stdout.index("{"):])["eval_split"] == "test"
+    scores = json.loads(result.stdout[result.stdout.index("{"):])
+    assert scores["eval_split"] == "test"
+    assert scores["decoding"] == {"beam_size": config.beam_size,  # the run's, but the flag's
+                                  "length_penalty": config.length_penalty, "early_stopping": True}
     # It says where its files went, and TensorFlow's start-up noise on a machine
     # without a GPU ("E0000 ... failed call to cuInit: ... CUDA error") is gone.
     assert f"Wrote {tmp_path / 'hypotheses.test.txt'} and {tmp_path / 'scores.test.json'}" in (

@@ -54,6 +54,34 @@ def test_padding_is_removed_and_batch_independent(run):
     assert short.cross.shape[-1] == len(short.source_tokens) < long.cross.shape[-1]
 
 
+def test_maps_are_of_the_search_under_the_stopping_rule_given(run, monkeypatch):
+    """With `target=None` the maps are those of the best translation that
+    `search` returns under the `early_stopping` given (a thin pass-through:
+    the tiny model's best translation is often the same under every rule,
+    so the search is watched); a bad value is refused by name."""
+    from keras_attention.visualization import attention as module
+
+    _, source, target, model = run
+    calls = []
+
+    def watched(*args, **kwargs):
+        calls.append((kwargs.get("early_stopping"), module_search(*args, **kwargs)))
+        return calls[-1][1]
+
+    module_search = module.search
+    monkeypatch.setattr(module, "search", watched)
+    for early_stopping in ("never", True, False):
+        maps = attention_maps(model, source, target, "We did not see the big house.",
+                              beam_size=4, early_stopping=early_stopping)
+        used, (tokens, _) = calls[-1]
+        assert type(used) is type(early_stopping) and used == early_stopping
+        best = [int(t) for t in np.asarray(tokens)[0] if t != 0][: model.max_length - 1]
+        assert maps.target_tokens[: len(best)] == [
+            t.decode("utf-8") for t in target.id_to_token(np.asarray(best, np.int32)).numpy()]
+    with pytest.raises(ValueError, match="early_stopping"):
+        attention_maps(model, source, target, "I left.", early_stopping="sometimes")
+
+
 def test_png_files(run, tmp_path):
     _, source, target, model = run
     maps = attention_maps(model, source, target, "Where is the small cat?", beam_size=2)
