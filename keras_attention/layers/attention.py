@@ -180,6 +180,11 @@ def single_query_attention(query, key, value, mask=None, scale=None):
         of `value`, float32 `weights` `[B, N, 1, S]`. The weighted sum runs
         in float32 whatever the compute dtype.
     """
+    shapes = tuple(tuple(x.shape) for x in (query, key, value))
+    if any(len(shape) != 4 for shape in shapes):
+        raise ValueError("`query`, `key` and `value` must be rank 4 ([B, 1, N, d_k], "
+                         "[B, S, N, d_k], [B, S, N, d_v]); received shapes query="
+                         f"{shapes[0]}, key={shapes[1]}, value={shapes[2]}.")
     if query.shape[1] != 1:
         raise ValueError(f"`query` must hold one position ([B, 1, N, d_k]); received shape "
                          f"{tuple(query.shape)}.")

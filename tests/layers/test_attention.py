@@ -244,3 +244,5 @@ def test_single_query_attention_needs_one_query_and_matching_shapes():
         single_query_attention(q, k, v)
     with pytest.raises(ValueError, match="same last dimension d_k"):
         single_query_attention(q[:, :1], k[..., :4], v)
+    with pytest.raises(ValueError, match=r"must be rank 4 .*query=\(2, 1, 8\)"):
+        single_query_attention(q[:, :1, 0], k, v)  # no heads axis
