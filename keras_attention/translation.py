@@ -53,6 +53,15 @@ def _compiled_batch_size(rows, batch_size):
     return min(batch_size, 1 << (rows - 1).bit_length())
 
 
+def _search_batch(rows, limit, jit_compile, batch_size):
+    """The int32 batch the compiled search runs for `rows` (id lists): padded
+    to a bucket length and, under XLA, to `_compiled_batch_size` rows. The
+    playground pads its one sentence with it too, so that it gets
+    `translate([text])`'s shapes and hence its numbers."""
+    batch_rows = _compiled_batch_size(len(rows), batch_size) if jit_compile else None
+    return _pad_to_bucket(rows, default_bucket_boundaries(limit), batch_rows)
+
+
 # Compiled searches per model and settings: repeated `translate` calls reuse
 # the traced graphs instead of tracing a new tf.function each time.
 _SEARCHES = weakref.WeakKeyDictionary()
@@ -126,7 +135,6 @@ def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
     max_length = min(max_length or limit, limit)
     ids = _tokenize_fn(source_tokenizer, limit)(tf.constant(sentences)).to_list()
     order = np.argsort([len(row) for row in ids], kind="stable")
-    boundaries = default_bucket_boundaries(limit)
 
     search = _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences,
                               jit_compile, early_stopping)
@@ -136,8 +144,8 @@ def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     progbar = keras.utils.Progbar(len(sentences), unit_name="sentence") if verbose else None
     for batch in batches:
-        rows = _compiled_batch_size(len(batch), batch_size) if jit_compile else None
-        tokens, batch_scores = search(_pad_to_bucket([ids[i] for i in batch], boundaries, rows))
+        tokens, batch_scores = search(_search_batch([ids[i] for i in batch], limit, jit_compile,
+                                                    batch_size))
         tokens, batch_scores = tokens[: len(batch)], batch_scores[: len(batch)]
         if num_return_sequences is None:
             texts = [t.decode("utf-8") for t in detokenize(tokens).numpy()]

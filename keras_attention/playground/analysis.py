@@ -94,9 +94,8 @@ def analyze(translator, text, beam_size=None, target=None):
     from keras_attention.translation import (  # the translator's own graphs
         _compiled_search,
         _detokenize_fn,
-        _pad_to_bucket,
+        _search_batch,
         _tokenize_fn,
-        default_bucket_boundaries,
     )
 
     model = translator.model
@@ -114,9 +113,8 @@ def analyze(translator, text, beam_size=None, target=None):
         # row): the same compiled shapes, so the same numbers and n-best list
         # (an unpadded source differs in the last bits, enough to swap near
         # ties), and a bounded number of traces however long each request.
-        padded = _pad_to_bucket([source_ids], default_bucket_boundaries(limit),
-                                1 if translator.jit_compile else None)
-        tokens, scores = search(padded)  # [1, n, L], [1, n]
+        tokens, scores = search(_search_batch([source_ids], limit, translator.jit_compile,
+                                              batch_size=1))  # [1, n, L], [1, n]
         hypotheses = [[int(t) for t in row if t != 0] for row in tokens.numpy()[0]]
         texts = [t.decode("utf-8") for t in  # the n rows in one call (padding dropped)
                  _detokenize_fn(translator.target_tokenizer)(tokens[0]).numpy()]
