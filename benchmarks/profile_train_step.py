@@ -36,7 +36,7 @@ import _repo_root  # noqa: E402,F401  (benchmarks/_repo_root.py: the repository 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from train_step import MODELS, POLICIES, batch_data, compiled_model  # noqa: E402  (benchmarks/)
+from train_step import MODELS, POLICIES, SIZE, batch_data, compiled_model  # noqa: E402  (benchmarks/)
 
 MATMUL_OPS = ("MatMul", "BatchMatMul")
 RANDOM_OPS = ("StatelessRandom",)
@@ -107,7 +107,11 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=5, help="profiled steps")
     parser.add_argument("--warmup", type=int, default=3, help="unprofiled steps first")
     parser.add_argument("--top", type=int, default=15, help="op types listed")
+    parser.add_argument("--layers", type=int, default=SIZE["layers"],
+                        help=f"encoder and decoder layers of both models (default: "
+                        f"{SIZE['layers']}, train_step.py's)")
     args = parser.parse_args(argv)
+    SIZE["layers"] = args.layers
 
     results = {name: profile(name, args.policy, args.batch_size, args.length, args.steps,
                              args.warmup) for name in MODELS}

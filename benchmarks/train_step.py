@@ -239,8 +239,12 @@ def main(argv=None):
                         help="dtype policies (default: float32, and mixed_bfloat16 where the "
                         "processor has bfloat16 instructions)")
     parser.add_argument("--jit", nargs="+", default=["off", "on"], choices=["off", "on"])
+    parser.add_argument("--layers", type=int, default=SIZE["layers"],
+                        help=f"encoder and decoder layers of both models (default: "
+                        f"{SIZE['layers']}, the tutorial's; fewer for a quick check)")
     parser.add_argument("--json", help="write the results to this file")
     args = parser.parse_args(argv)
+    SIZE["layers"] = args.layers
     machine = cpu_info()
     args.policies = args.policies or list(default_policies(machine))
     print(f"machine: {describe(machine)}", flush=True)

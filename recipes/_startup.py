@@ -21,9 +21,12 @@ import sys
 import tempfile
 
 _NO_GPU_NOISE = ("failed call to cuInit", "Could not find cuda drivers on your machine")
-# Logged as an error the first time an int64 op runs on a CPU without the
-# AVX-512 flavour oneDNN wants; it then uses TensorFlow's own kernel, as it says.
-_FALLBACK_NOISE = ("oneDNN supports DT_INT64 only on platforms with AVX-512",)
+# Logged as an error the first time an int64 (or bool, seen on a Xeon whose
+# oneDNN build lacks the AVX-512 flavour it wants) op runs; TensorFlow then
+# uses its own kernel, as the line says. Any dtype: "oneDNN supports DT_<X> only
+# on platforms with AVX-512. Falling back to the default Eigen-based ...".
+_FALLBACK_NOISE = re.compile(r"oneDNN supports DT_[A-Z0-9]+ only on platforms with AVX-512\. "
+                             r"Falling back to the default Eigen-based implementation")
 _ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is called"
 _ABSL_LINE = re.compile(r"^([IWEF])\d{4} ")
 _SEVERITY = {"I": 0, "W": 1, "E": 2, "F": 3}
@@ -42,7 +45,7 @@ def nvidia_driver_present():
 def _hidden(line, min_level, gpu):
     if not gpu and any(text in line for text in _NO_GPU_NOISE):
         return True
-    if any(text in line for text in _FALLBACK_NOISE):
+    if _FALLBACK_NOISE.search(line):
         return True
     if line.startswith(_ABSL_PREAMBLE):
         return min_level >= 1

@@ -52,14 +52,32 @@ def text_files(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory, text_files):
-    """`(config, workdir, metrics)` of a 12-step run of the tiny preset on `text_files`."""
+    """`(config, workdir, metrics)` of a 12-step run of the tiny preset on
+    `text_files`: the one trained run every test that needs a trained model
+    shares (read-only). Its data order is deterministic (`TINY`), so it is the
+    same model in every pytest run on a machine. It is trained without its
+    SavedModel and heatmaps (`export=False`); `tiny_export` makes the export
+    when a test asks for it."""
     from recipes.translation.train_lib import train_and_evaluate
 
     workdir = tmp_path_factory.mktemp("run") / "run"
     config = tiny_config(text_files)
-    metrics = train_and_evaluate(config, str(workdir), verbose=0)
+    metrics = train_and_evaluate(config, str(workdir), verbose=0, export=False)
     keras.config.set_dtype_policy("float32")
     return config, workdir, metrics
+
+
+@pytest.fixture(scope="session")
+def tiny_export(tiny_run):
+    """The path of `tiny_run`'s SavedModel, `<workdir>/export/1`, exported as
+    the recipe exports it (the run's Translator and decoding settings), once
+    per session, on first use; read-only."""
+    from keras_attention import Translator
+
+    _, workdir, _ = tiny_run
+    path = Translator.from_preset(str(workdir)).export(str(workdir / "export"))
+    keras.config.set_dtype_policy("float32")
+    return path
 
 
 @pytest.fixture(scope="session")

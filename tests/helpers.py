@@ -5,6 +5,7 @@ modules: fixtures live in the conftest files, the layer harness in
 `tests/layer_test_case.py`, the NumPy references in `tests/references.py`.
 """
 
+import os
 import socket
 import textwrap
 
@@ -46,6 +47,10 @@ TINY = {
     "steps": 12, "steps_per_epoch": 6, "warmup_steps": 4, "backup_every_steps": 3,
     "beam_size": 2, "max_eval_sentences": 16, "precision": "float32", "strategy": "default",
     "shuffle_buffer": 1000,
+    # The same batches in the same order in every pytest run: the shared run is
+    # then the same model each time, and a near tie of its scores (two beams
+    # within float rounding) cannot come and go between runs.
+    "deterministic": True,
     # The same graphs on every machine (`None` picks XLA on CPUs without
     # AVX-512): tiny runs would spend their time compiling a shape per bucket.
     "jit_compile": False,
@@ -66,6 +71,21 @@ def tiny_config(text_files, **overrides):
 # -- processes ------------------------------------------------------------------
 
 
+def run_main(main, argv, capsys):
+    """Runs a script's `main(argv)` in this process, as its command line runs
+    it: `(exit code, stdout, stderr)`. For what a fresh process would prove
+    nothing more about (argument errors, refusals, outputs); each script keeps
+    one test that starts it as a real command."""
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return (0 if code is None else code), out, err
+
+
+
 def free_ports(n):
     """`n` free TCP ports on 127.0.0.1 (for multi-worker TF_CONFIG clusters)."""
     sockets = [socket.socket() for _ in range(n)]
@@ -75,6 +95,31 @@ def free_ports(n):
     for s in sockets:
         s.close()
     return ports
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_benchmark(name, argv, capsys):
+    """Runs `benchmarks/<name>.py`'s `main(argv)` in this process (loaded as
+    the module `benchmark_<name>`): `(exit code, stdout, stderr)`. Its folder
+    is on `sys.path` meanwhile, as when it runs as a file, but after the
+    installed packages (`benchmarks/ctranslate2.py` is not the `ctranslate2`
+    package). The benchmark's own fresh-process test is its `--help`."""
+    import importlib.util
+    import sys
+
+    folder = os.path.join(ROOT, "benchmarks")
+    saved = list(sys.path)
+    sys.path.append(folder)
+    try:
+        spec = importlib.util.spec_from_file_location(f"benchmark_{name}",
+                                                      os.path.join(folder, f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return run_main(module.main, argv, capsys)
+    finally:
+        sys.path[:] = saved
 
 
 # A fresh process that loads an exported SavedModel the way TF Serving does

@@ -8,7 +8,9 @@ import sys
 
 import pytest
 
-pytestmark = pytest.mark.slow  # each runs a benchmark script in a fresh process
+from tests.helpers import run_benchmark
+
+pytestmark = pytest.mark.slow  # each runs a benchmark script (tiny sizes)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,16 +38,12 @@ def test_benchmark_help_starts_quietly(script):
         result.stderr)
 
 
-def test_train_step_benchmark_runs(tmp_path):
+def test_train_step_benchmark_runs(tmp_path, capsys):
     out = tmp_path / "result.json"
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "benchmarks", "train_step.py"), "--batch-size", "4",
-         "--length", "8", "--steps", "1", "--warmup", "1", "--policies", "float32",
-         "--jit", "off", "--json", str(out)],
-        capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
-        env={**os.environ, "KERAS_BACKEND": "tensorflow"},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    code, stdout, stderr = run_benchmark("train_step", [
+        "--batch-size", "4", "--length", "8", "--steps", "1", "--warmup", "1",
+        "--policies", "float32", "--jit", "off", "--layers", "1", "--json", str(out)], capsys)
+    assert code == 0, stderr[-3000:]
     data = json.loads(out.read_text())
     assert data["parameters"]["keras_attention"] == data["parameters"]["keras_hub"]  # same size
     assert {r["model"] for r in data["rows"]} == {
@@ -56,7 +54,7 @@ def test_train_step_benchmark_runs(tmp_path):
     assert loss["keras_hub"] == pytest.approx(loss["keras_hub/our_loss"], rel=1e-4)
     assert data["ratio_best_keras_attention_to_best_keras_hub"] > 0
     assert len(data["ratios"]) == 3 and all(r > 0 for r in data["ratios"].values())
-    assert "each library's training step: best keras_attention" in result.stdout
+    assert "each library's training step: best keras_attention" in stdout
     assert data["machine"]["cpus"] >= 1 and "CPUs" in data["machine_description"]
 
 
@@ -122,32 +120,26 @@ def test_machine_records_whether_tensorflow_runs_onednn():
         assert description.endswith(f"TensorFlow's oneDNN kernels {state})")
 
 
-def test_profile_train_step_runs():
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "benchmarks", "profile_train_step.py"),
-         "--batch-size", "4", "--length", "8", "--steps", "1", "--warmup", "1",
-         "--policy", "float32"],
-        capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
-        env={**os.environ, "KERAS_BACKEND": "tensorflow"},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    lines = result.stdout.splitlines()
-    assert any(line.startswith("matmuls (oneDNN)") for line in lines), result.stdout
+def test_profile_train_step_runs(capsys):
+    code, stdout, stderr = run_benchmark("profile_train_step", [
+        "--batch-size", "4", "--length", "8", "--steps", "1", "--warmup", "1",
+        "--policy", "float32", "--layers", "1"], capsys)
+    assert code == 0, stderr[-3000:]
+    lines = stdout.splitlines()
+    assert any(line.startswith("matmuls (oneDNN)") for line in lines), stdout
     total = next(line for line in lines if line.startswith("total")).split()[1:]
     assert len(total) == 2 and all(float(t) > 0 for t in total)  # both models profiled
 
 
-def test_serving_benchmark_runs(tiny_run, tmp_path):
+def test_serving_benchmark_runs(tiny_run, tiny_export, tmp_path, capsys):
     _, workdir, _ = tiny_run
+    assert tiny_export == str(workdir / "export" / "1")  # the baseline version below
     out = tmp_path / "serving.json"
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "benchmarks", "serving.py"), "--workdir", str(workdir),
-         "--sentences", "4", "--batch-size", "2", "--baseline-version", "1", "--json", str(out)],
-        capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
-        env={**os.environ, "KERAS_BACKEND": "tensorflow"},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    code, stdout, stderr = run_benchmark("serving", [
+        "--workdir", str(workdir), "--sentences", "4", "--batch-size", "2",
+        "--baseline-version", "1", "--json", str(out)], capsys)
+    assert code == 0, stderr[-3000:]
     data = json.loads(out.read_text())
     assert {"saved_model", "python_translate", "baseline_saved_model"} <= set(data)
     assert data["machine"]["model"] and data["ratio_throughput_vs_baseline_saved_model"] > 0
-    assert "SavedModel vs export 1" in result.stdout
+    assert "SavedModel vs export 1" in stdout

@@ -272,7 +272,7 @@ def test_run_directory_loads_with_the_runs_settings(tiny_run, run_translator):
     assert preset.metadata["bleu"] == metrics["bleu"] and metrics["preset"].endswith("preset")
 
 
-def test_run_export_and_preset_agree(run_translator, tmp_path):
+def test_run_export_and_preset_agree(run_translator, tiny_export, tmp_path):
     expected = translate(run_translator.model, run_translator.source_tokenizer,
                          run_translator.target_tokenizer, SENTENCES,
                          beam_size=run_translator.beam_size,
@@ -280,7 +280,7 @@ def test_run_export_and_preset_agree(run_translator, tmp_path):
                          jit_compile=run_translator.jit_compile)
     assert run_translator.translate_with_scores(SENTENCES) == expected
 
-    export_path = run_translator.export(str(tmp_path / "export"))
+    export_path = tiny_export  # `run_translator.export(...)`, made once for the session
     serve = tf.saved_model.load(export_path).signatures["serving_default"]
     served = serve(text=tf.constant(SENTENCES))
     assert [t.decode("utf-8") for t in served["translation"].numpy()] == expected[0]
@@ -327,52 +327,6 @@ def test_padded_batches_have_few_shapes():
     np.testing.assert_array_equal(padded, [[5, 6, 2, 0, 0, 0, 0, 0], [7, 2, 0, 0, 0, 0, 0, 0],
                                            [5, 6, 2, 0, 0, 0, 0, 0], [5, 6, 2, 0, 0, 0, 0, 0]])
     assert _pad_to_bucket([[5, 2]] * 3, (8,)).shape == (3, 8)
-
-
-def test_readme_one_liner_in_a_fresh_process(tiny_run, run_translator):
-    _, workdir, _ = tiny_run
-    script = textwrap.dedent(
-        f"""
-        import json
-        from keras_attention import Translator
-        print(json.dumps(Translator.from_preset({str(workdir)!r}).translate({SENTENCES!r})))
-        """
-    )
-    result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True,
-                            text=True, timeout=300, check=False,
-                            env={**os.environ, "PYTHONPATH": ROOT})
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads(result.stdout.splitlines()[-1]) == run_translator.translate(SENTENCES)
-
-
-def test_readme_translator_snippets_run_as_written(tiny_run, run_translator, tmp_path):
-    """The README's "Translate with your trained run" blocks, in one fresh
-    process, with this run's workdir (and its export) in place of
-    runs/translation; the one-liner matches the SavedModel's translation."""
-    import re
-
-    _, workdir, _ = tiny_run
-    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
-    section = readme.split("## Translate with your trained run")[1].split("\n## ")[0]
-    blocks = re.findall(r"```python\n(.*?)```", section, re.S)[:4]
-    assert "Translator.from_preset" in blocks[0] and "save_to_preset" in blocks[3]
-    code = "\n".join(blocks).replace("runs/translation", str(workdir))
-    code = code.replace('"my_translator"', repr(str(tmp_path / "my_translator")))
-    code += textwrap.dedent(
-        """
-        import json
-        one_liner = Translator.from_preset(%r).translate(["The red book is on the table."])
-        served = [t.decode("utf-8") for t in serve(text=tf.constant(
-            ["The red book is on the table."]))["translation"].numpy()]
-        print(json.dumps([one_liner, served, reloaded.translate(["The blue car is fast."])]))
-        """ % str(workdir))
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                            text=True, timeout=600, check=False,
-                            env={**os.environ, "PYTHONPATH": ROOT})
-    assert result.returncode == 0, result.stderr[-3000:]
-    one_liner, served, reloaded = json.loads(result.stdout.splitlines()[-1])
-    assert one_liner == served == run_translator.translate(["The red book is on the table."])
-    assert len(reloaded) == 1
 
 
 def test_plain_import_registers_every_serializable_class():

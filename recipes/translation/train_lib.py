@@ -243,11 +243,14 @@ def _select_checkpoints(config, workdir, model, best):
     return {"selected_checkpoints": ["last"]}
 
 
-def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
+def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     """Trains a Transformer as `config` says, in `workdir`, then scores it.
 
     Started again with the same config and workdir, it resumes from the
     latest backup. Returns the metrics dict (also in `metrics.json`).
+    `export=False` leaves out the SavedModel (`export/`) and the heatmaps
+    (`attention/`), which `Translator.export` and `visualize` make later from
+    the run directory (the tests' shared runs do, on demand).
     """
     # Everything is checked before anything is written: a refused command
     # leaves the workdir as it was, so the corrected one starts afresh.
@@ -369,21 +372,25 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1):
     translator.metadata = preset_metadata(config, metrics)
     metrics["preset"] = translator.save_to_preset(os.path.join(workdir, "preset"),
                                                   overwrite=True)
-    export_path = translator.export(os.path.join(workdir, "export"))
+    export_path = translator.export(os.path.join(workdir, "export")) if export else None
     metrics["export"] = export_path
-    if eval_split is not None and config.attention_plots:
+    if export and eval_split is not None and config.attention_plots:
         sentences = [s.decode("utf-8") for s, _ in
                      corpus.load(eval_split).take(config.attention_plots).as_numpy_iterator()]
         plots = visualize(translator, sentences, os.path.join(workdir, "attention"),
                           layers=[model.num_decoder_layers])
         metrics["attention_plots"] = len(plots)
     _write_json(os.path.join(workdir, "metrics.json"), metrics)
-    print(f"SavedModel for TF Serving: {export_path}")
+    if export_path:
+        print(f"SavedModel for TF Serving: {export_path}")
+    saved_model = ", export/ (SavedModel)" if export_path else ""
+    heatmaps = ("  attention/ (heatmaps; more with recipes/translation/visualize.py)\n"
+                if metrics.get("attention_plots") else "")
     print(f"Outputs in {workdir}:\n"
           f"  config.json, metrics.json, hypotheses.<split>.txt\n"
-          f"  model.keras and vocab/ (Keras model and vocabularies), export/ (SavedModel)\n"
+          f"  model.keras and vocab/ (Keras model and vocabularies){saved_model}\n"
           f"  preset/ (Translator.from_preset({os.path.join(workdir, 'preset')!r}))\n"
-          f"  attention/ (heatmaps; more with recipes/translation/visualize.py)\n"
+          f"{heatmaps}"
           f"  checkpoints/ (per epoch), backup/ (resume), tensorboard/ "
           f"(tensorboard --logdir {os.path.join(workdir, 'tensorboard')})")
     return metrics

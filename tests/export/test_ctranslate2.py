@@ -24,6 +24,7 @@ ctranslate2 = pytest.importorskip(
 
 from keras_attention.export import export_ctranslate2, translate_with_ctranslate2  # noqa: E402
 from keras_attention.export.ctranslate2 import SEARCH_OPTIONS, build_spec  # noqa: E402
+from tests.helpers import run_benchmark, run_main  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOLERANCE = 1e-4  # float32 log-probabilities
@@ -276,7 +277,7 @@ def test_trained_model_decodes_and_scores_as_ours(norm_first, tokenizer, tmp_pat
     assert correct >= 24, f"{correct} of 32 reversed: the model has not learned the task"
 
 
-def test_tiny_run_through_the_recipe_and_the_helper(tiny_run, tmp_path):
+def test_tiny_run_through_the_recipe_and_the_helper(tiny_run, tmp_path, capsys):
     """The recipe's export command converts a run; the converted model
     translates its test sentences to our greedy translations and scores."""
     from recipes.translation.train_lib import load_translator, make_corpus
@@ -289,9 +290,10 @@ def test_tiny_run_through_the_recipe_and_the_helper(tiny_run, tmp_path):
                             cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"Exported to {tmp_path / 'ct2'}" in result.stdout
-    again = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False,
-                           cwd=ROOT)
-    assert again.returncode == 2 and "pass overwrite=True" in again.stderr
+    from recipes.translation import export
+
+    code, _, err = run_main(export.main, command[2:], capsys)  # again: refused, in-process
+    assert code == 2 and "pass overwrite=True" in err
 
     _, translator = load_translator(str(workdir))
     pairs = make_corpus(config).load("test").as_numpy_iterator()
@@ -307,16 +309,13 @@ def test_tiny_run_through_the_recipe_and_the_helper(tiny_run, tmp_path):
     np.testing.assert_allclose(scores, our_scores, atol=TOLERANCE)
 
 
-def test_benchmark_runs(tiny_run, tmp_path):
+def test_benchmark_runs(tiny_run, tmp_path, capsys):
     _, workdir, _ = tiny_run
     out = tmp_path / "result.json"
-    result = subprocess.run(
-        [sys.executable, os.path.join(ROOT, "benchmarks", "ctranslate2.py"), "--workdir",
-         str(workdir), "--sentences", "6", "--batch-size", "4", "--latency-sentences", "2",
-         "--skip-graph", "--json", str(out)],
-        capture_output=True, text=True, timeout=600, check=False, cwd=ROOT,
-        env={**os.environ, "KERAS_BACKEND": "tensorflow"})
-    assert result.returncode == 0, result.stderr[-3000:]
+    code, stdout, stderr = run_benchmark("ctranslate2", [
+        "--workdir", str(workdir), "--sentences", "6", "--batch-size", "4",
+        "--latency-sentences", "2", "--skip-graph", "--json", str(out)], capsys)
+    assert code == 0, stderr[-3000:]
     data = json.loads(out.read_text())
     assert data["greedy_correctness"]["ctranslate2_float32_vs_ours_float32"]["identical"] == 1.0
     assert set(data["systems"]) == {"ours", "ours_float32", "ours_early_stopping",
@@ -325,4 +324,4 @@ def test_benchmark_runs(tiny_run, tmp_path):
     assert data["machine"]["model"] and data["ratio_ours_to_ctranslate2_float32"][
         "throughput_batch"] > 0
     assert data["ratio_ours_early_stopping_to_ctranslate2_float32"]["throughput_batch"] > 0
-    assert "| CTranslate2 int8 |" in result.stdout
+    assert "| CTranslate2 int8 |" in stdout

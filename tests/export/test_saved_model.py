@@ -28,12 +28,11 @@ def run(tiny_run):
 
 
 @pytest.fixture(scope="module")
-def exported(run, tmp_path_factory):
-    config, source, target, model = run
-    export_dir = tmp_path_factory.mktemp("export")
-    path = export_translator(model, source, target, str(export_dir), beam_size=config.beam_size,
-                             length_penalty=config.length_penalty)
-    return path
+def exported(tiny_export):
+    """The shared run's SavedModel (`<workdir>/export/1`), exported as the
+    recipe exports it: `Translator.export`, i.e. `export_translator` with the
+    run's decoding settings."""
+    return tiny_export
 
 
 def test_layout_and_versions(exported, run, tmp_path):

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from keras_attention.data.tokenizers import tokenize_with_end
 from keras_attention.playground import MAX_BEAM_SIZE, MAX_TEXT_LENGTH, analyze, attention_html
-from tests.helpers import SENTENCES
+from tests.helpers import SENTENCES, run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYGROUND = os.path.join(ROOT, "recipes", "translation", "playground.py")
@@ -275,22 +275,22 @@ def test_self_contained_html(playground_translator):
     assert page.count("</script>") == 2 and "<script>alert" not in page
 
 
-def test_playground_command(tiny_run, tmp_path):
+def test_playground_command(tiny_run, tmp_path, capsys):
     """The command: --help, a clear error for a missing run, and a server
     that answers at the address it prints."""
-    result = subprocess.run([sys.executable, PLAYGROUND, "--help"], capture_output=True,
-                            text=True)
-    assert result.returncode == 0 and "--workdir" in result.stdout and "--port" in result.stdout
-    missing = subprocess.run([sys.executable, PLAYGROUND, "--workdir", str(tmp_path / "none")],
-                             capture_output=True, text=True)
-    assert missing.returncode == 2
-    assert "does not exist" in missing.stderr and "run.py main" in missing.stderr
+    from recipes.translation import playground
+
+    # In-process: the help and the refusals (the real command line is the server below).
+    code, out, _ = run_main(playground.main, ["--help"], capsys)
+    assert code == 0 and "--workdir" in out and "--port" in out
+    code, _, err = run_main(playground.main, ["--workdir", str(tmp_path / "none")], capsys)
+    assert code == 2
+    assert "does not exist" in err and "run.py main" in err
     empty = tmp_path / "empty"
     empty.mkdir()
-    incomplete = subprocess.run([sys.executable, PLAYGROUND, "--workdir", str(empty)],
-                                capture_output=True, text=True)
-    assert incomplete.returncode == 2 and "config.json" in incomplete.stderr
-    assert "run.py main" in incomplete.stderr
+    code, _, err = run_main(playground.main, ["--workdir", str(empty)], capsys)
+    assert code == 2 and "config.json" in err
+    assert "run.py main" in err
     _, workdir, _ = tiny_run
     server = subprocess.Popen([sys.executable, PLAYGROUND, "--workdir", str(workdir), "--port",
                                "0", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
