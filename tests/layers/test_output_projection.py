@@ -103,26 +103,3 @@ def test_layer_harness(tmp_path):
                            tmp_path=tmp_path)
     assert tuple(layer(_inputs(), training=True).shape) == (3, 5, VOCABULARY)
 
-
-def test_readme_layers_example_builds_and_trains():
-    """The README's "Using the layers" block, run as written, then one
-    training step (OutputProjection's folded path) and a prediction."""
-    import os
-    import re
-
-    from keras_attention.training import MaskedCrossEntropy
-
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    readme = open(os.path.join(root, "README.md"), encoding="utf-8").read()
-    section = readme.split("## Using the layers")[1].split("\n## ")[0]
-    code = re.findall(r"```python\n(.*?)```", section, re.S)[0]
-    assert "OutputProjection(8000)" in code
-    namespace = {}
-    exec(code, namespace)  # noqa: S102  (the README's own example)
-    model = namespace["model"]
-    model.compile(optimizer="adam", loss=MaskedCrossEntropy())
-    tokens = np.random.default_rng(0).integers(1, 8000, size=(2, 6))
-    tokens[:, 4:] = 0
-    loss = float(model.train_on_batch([tokens, tokens], tokens))
-    assert np.isfinite(loss) and abs(loss - np.log(8000)) < 1.0  # about log V at the start
-    assert tuple(model.predict([tokens, tokens], verbose=0).shape) == (2, 6, 8000)

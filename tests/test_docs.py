@@ -1,0 +1,527 @@
+"""Every code block of README.md and docs/*.md runs, or its commands parse.
+
+- ```python blocks: each belongs to one group of `GROUPS`; a group's blocks
+  run together, in-process or in one fresh process per document, with the
+  shared trained run (`tiny_run`, `tiny_export`) in place of
+  `runs/translation`. A block in no group fails `test_every_python_block_is_in_one_group`.
+- ```bash blocks: every `python3 run.py ...`, `python3 recipes/translation/X.py ...`
+  and `python3 benchmarks/X.py ...` line: the script exists and its argument
+  parser accepts the flags (parsed in-process, nothing is run). Other shell
+  commands are checked where that is cheap, or listed in `NOT_RUN` with the
+  reason.
+- benchmarks/results/: every file parses; the dated ones have the keys of a
+  run record.
+"""
+
+import argparse
+import configparser
+import contextlib
+import glob
+import importlib
+import importlib.util
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from tests.helpers import SENTENCES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCUMENTS = ["README.md"] + sorted(
+    os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+RUN = "runs/translation"  # the documented run directory, replaced by the shared run's
+
+# (document, group) -> the python blocks the group runs, in this order, each
+# named by a string that only it contains in its document.
+GROUPS = {
+    ("README.md", "layers"): ["OutputProjection(8000)"],
+    ("README.md", "translate"): ["num_return_sequences=3"],
+    ("docs/layers.md", "cache"): ["initialize_self_attention_cache"],
+    ("docs/decoding.md", "search"): ["Transformer.from_preset"],
+    # The plain-Keras lines first, so that they run in a process where only
+    # `import keras_attention` has registered the classes.
+    ("docs/decoding.md", "translator"): ["keras.saving.load_model", "with_settings(",
+                                         "translator.fit(", "save_to_preset("],
+    ("docs/data.md", "corpus"): ["TextFilesCorpus("],
+    ("docs/serving.md", "saved_model"): ["tf.saved_model.load"],
+    ("docs/serving.md", "ctranslate2"): ["export_ctranslate2"],
+    ("docs/playground.md", "html"): ["attention_html"],
+}
+
+# Shell commands of the docs that are not run here, and why.
+NOT_RUN = {
+    "docker": "TF Serving's image cannot be pulled or run here; its volume and model name "
+              "are checked against the export layout",
+    "curl": "needs a running server (TF Serving or the playground, tested in "
+            "tests/playground/); its URL and JSON body are checked",
+    "saved_model_cli": "needs an export; its flags and paths are checked, and the SavedModel "
+                       "is loaded by test_serving_saved_model_block_with_tensorflow_only",
+    "python3 -c": "saved_model_cli from Python needs an export; the code is compiled",
+    "tensorboard": "a viewer for the run's logs; only its --logdir is checked",
+    "source": "activates the environment run.py creates; the path is checked",
+}
+
+
+def _read(document):
+    return open(os.path.join(ROOT, document), encoding="utf-8").read()
+
+
+def _blocks(document, language):
+    return re.findall(rf"^```{language}\n(.*?)^```", _read(document), re.S | re.M)
+
+
+def _group_blocks(document, group):
+    """The group's blocks in its order (each marker matching one block)."""
+    blocks = _blocks(document, "python")
+    chosen = []
+    for marker in GROUPS[(document, group)]:
+        matches = [b for b in blocks if marker in b]
+        assert len(matches) == 1, (document, marker, len(matches))
+        chosen.append(matches[0])
+    return chosen
+
+
+def _code(document, group, replacements=(), between=None):
+    """The group's blocks as one program, with `replacements` applied and
+    `between[marker]` appended after the block of that marker."""
+    parts = []
+    for marker, block in zip(GROUPS[(document, group)], _group_blocks(document, group)):
+        parts.append(block)
+        if between and marker in between:
+            parts.append(textwrap.dedent(between[marker]))
+    code = "\n".join(parts)
+    for old, new in replacements:
+        assert old in code, (document, group, old)
+        code = code.replace(old, new)
+    return code
+
+
+def _fresh_process(code, timeout=600):
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                            text=True, timeout=timeout, check=False,
+                            env={**os.environ, "PYTHONPATH": ROOT})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def _run_replacements(workdir):
+    return [(RUN, str(workdir))]
+
+
+@contextlib.contextmanager
+def _cwd(path):
+    old = os.getcwd()
+    os.chdir(path)
+    try:
+        yield
+    finally:
+        os.chdir(old)
+
+
+# -- python blocks ------------------------------------------------------------------
+
+
+@pytest.fixture
+def export_dir(request, tiny_run):
+    """`tiny_export` (the shared run's SavedModel), or, where tests/conftest.py
+    does not have it yet, the export the shared run then writes itself."""
+    try:
+        return request.getfixturevalue("tiny_export")
+    except pytest.FixtureLookupError:
+        return tiny_run[2]["export"]
+
+
+def test_every_python_block_is_in_one_group():
+    """A new block must join a group (and so a test) before it can be committed."""
+    assert set(d for d, _ in GROUPS) <= set(DOCUMENTS)
+    for document in DOCUMENTS:
+        markers = [m for (d, _), ms in GROUPS.items() if d == document for m in ms]
+        for block in _blocks(document, "python"):
+            owners = [m for m in markers if m in block]
+            assert len(owners) == 1, (
+                f"{document}: a ```python block is claimed by {owners or 'no group'} in "
+                f"tests/test_docs.py GROUPS; it starts {block[:120]!r}")
+        for group in {g for d, g in GROUPS if d == document}:
+            _group_blocks(document, group)  # each marker names exactly one block
+
+
+def test_readme_layers_block_builds_and_trains():
+    """The README's layers block, run as written, then one training step
+    (OutputProjection's folded path) and a prediction."""
+    from keras_attention.training import MaskedCrossEntropy
+
+    code = _code("README.md", "layers")
+    assert "OutputProjection(8000)" in code
+    namespace = {}
+    exec(code, namespace)  # noqa: S102  (the README's own example)
+    model = namespace["model"]
+    model.compile(optimizer="adam", loss=MaskedCrossEntropy())
+    tokens = np.random.default_rng(0).integers(1, 8000, size=(2, 6))
+    tokens[:, 4:] = 0
+    loss = float(model.train_on_batch([tokens, tokens], tokens))
+    assert np.isfinite(loss) and abs(loss - np.log(8000)) < 1.0  # about log V at the start
+    assert tuple(model.predict([tokens, tokens], verbose=0).shape) == (2, 6, 8000)
+
+
+def test_layers_cache_block_matches_the_full_pass():
+    namespace = {}
+    exec(_code("docs/layers.md", "cache"), namespace)  # noqa: S102  (asserts inside)
+    assert len(namespace["steps"]) == namespace["max_length"]
+
+
+def test_decoding_search_block():
+    namespace = {}
+    exec(_code("docs/decoding.md", "search"), namespace)  # noqa: S102
+    assert tuple(namespace["logits"].shape) == (2, 3, 100)
+    assert tuple(np.shape(namespace["tokens"])) == (2, 8)
+    assert tuple(np.shape(namespace["nbest"])) == (2, 2, 8)
+    assert tuple(np.shape(namespace["nbest_scores"])) == (2, 2)
+
+
+def test_data_block_on_own_files(text_files, tmp_path):
+    train_en, train_es = text_files["train"]
+    (dev_tsv,) = text_files["validation"]
+    code = _code("docs/data.md", "corpus", replacements=[
+        ('"train.en"', repr(train_en)), ('"train.es"', repr(train_es)),
+        ('"dev.tsv"', repr(dev_tsv)), ('"run/vocab"', repr(str(tmp_path / "vocab")))])
+    namespace = {}
+    exec(code, namespace)  # noqa: S102
+    assert (tmp_path / "vocab" / "source.vocab.txt").exists()
+    inputs, labels = namespace["inputs"], namespace["labels"]
+    assert inputs["encoder_tokens"].shape[1] in (8, 16, 24, 32, 48, 64)
+    assert labels.shape == inputs["decoder_tokens"].shape
+
+
+def test_readme_translate_block_in_a_fresh_process(tiny_run, export_dir):
+    """The README's Translator block, run as written in a fresh process with
+    the shared run's workdir; its one-liner gives what this process's
+    Translator gives, and the run's SavedModel the same translation."""
+    from keras_attention import Translator
+
+    _, workdir, _ = tiny_run
+    code = _code("README.md", "translate", _run_replacements(workdir))
+    code += textwrap.dedent(
+        f"""
+        import json
+        import tensorflow as tf
+        serve = tf.saved_model.load({str(export_dir)!r}).signatures["serving_default"]
+        served = [t.decode("utf-8") for t in serve(text=tf.constant(
+            ["The red book is on the table."]))["translation"].numpy()]
+        one_liner = Translator.from_preset({str(workdir)!r}).translate({SENTENCES!r})
+        print(json.dumps([one_liner, served]))
+        """)
+    lines = _fresh_process(code).strip().splitlines()
+    one_liner, served = json.loads(lines[-1])
+    assert lines[0].startswith("['")  # the block's first print: a list of one string
+    assert one_liner == Translator.from_preset(str(workdir)).translate(SENTENCES)
+    assert served == [one_liner[0]]
+
+
+def test_decoding_translator_blocks_in_a_fresh_process(tiny_run, tmp_path):
+    """docs/decoding.md's Translator blocks in one fresh process: the plain
+    Keras model loads after `import keras_attention` alone and translates;
+    the settings, fine-tuning on strings and a saved preset work."""
+    _, workdir, _ = tiny_run
+    blocks = _group_blocks("docs/decoding.md", "translator")
+    assert blocks[0].startswith("import keras\nimport keras_attention")
+    code = _code("docs/decoding.md", "translator", _run_replacements(workdir) + [
+        ('"my_translator"', repr(str(tmp_path / "my_translator")))], between={
+        "keras.saving.load_model": "plain = translations\n"})
+    code += textwrap.dedent(
+        """
+        import json
+        print(json.dumps([plain, translations, scores, translator.early_stopping,
+                          translator.beam_size, reloaded.translate(["The blue car is fast."])]))
+        """)
+    plain, translations, scores, early_stopping, beam_size, reloaded = json.loads(
+        _fresh_process(code).strip().splitlines()[-1])
+    assert len(plain) == 1 and isinstance(plain[0], str)
+    assert len(translations) == len(scores) == 1 and isinstance(translations[0], str)
+    assert early_stopping is False and beam_size == 4
+    assert len(reloaded) == 1 and isinstance(reloaded[0], str)
+    assert (tmp_path / "my_translator" / "translator.json").exists()
+
+
+def test_serving_saved_model_block_with_tensorflow_only(tiny_run, export_dir):
+    """docs/serving.md's SavedModel block in a fresh process that imports
+    nothing of this package; it gives the Translator's translation."""
+    from keras_attention import Translator
+
+    _, workdir, _ = tiny_run
+    code = _code("docs/serving.md", "saved_model", [(f"{RUN}/export/1", str(export_dir))])
+    code += textwrap.dedent(
+        """
+        import json, sys
+        served = serve(text=tf.constant(["The red book is on the table."]))["translation"]
+        print(json.dumps([[t.decode("utf-8") for t in served.numpy()],
+                          sorted(m for m in sys.modules if m.startswith("keras_attention"))]))
+        """)
+    served, ours = json.loads(_fresh_process(code).strip().splitlines()[-1])
+    assert ours == []
+    assert served == Translator.from_preset(str(workdir)).translate(
+        ["The red book is on the table."])
+
+
+def test_serving_ctranslate2_block(tiny_run, tmp_path):
+    _, workdir, _ = tiny_run
+    code = _code("docs/serving.md", "ctranslate2", _run_replacements(workdir) + [
+        ('"ct2_model"', repr(str(tmp_path / "ct2_model")))])
+    namespace = {}
+    exec(code, namespace)  # noqa: S102
+    translations, scores = namespace["translations"], namespace["scores"]
+    assert len(translations) == len(scores) == 1 and isinstance(translations[0], str)
+    assert (tmp_path / "ct2_model" / "model.bin").exists()
+
+
+def test_playground_html_block(tiny_run, tmp_path):
+    _, workdir, _ = tiny_run
+    code = _code("docs/playground.md", "html", _run_replacements(workdir))
+    namespace = {}
+    with _cwd(tmp_path):
+        exec(code, namespace)  # noqa: S102
+    html = (tmp_path / "red_book.html").read_text(encoding="utf-8")
+    assert html == namespace["html"] and "<html" in html.lower()
+
+
+# -- bash blocks --------------------------------------------------------------------
+
+
+class _Parsed(Exception):
+    """Raised instead of running a script once its parser has accepted the flags."""
+
+    def __init__(self, namespace):
+        super().__init__()
+        self.namespace = namespace
+
+
+@pytest.fixture
+def parse_only(monkeypatch):
+    """`ArgumentParser.parse_args` parses (exiting 2 on a bad flag, as always),
+    then raises `_Parsed`: a script's `main(argv)` stops there."""
+    original = argparse.ArgumentParser.parse_args
+
+    def parse_args(self, args=None, namespace=None):
+        raise _Parsed(original(self, args, namespace))
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_args)
+
+
+_MODULES = {}
+
+
+def _script_main(path):
+    """`main` of a script of the repository, imported once without running it."""
+    if path not in _MODULES:
+        if path.startswith("recipes/"):
+            _MODULES[path] = importlib.import_module(path[:-3].replace("/", "."))
+        else:  # a benchmark, loaded as tests/helpers.run_benchmark loads it
+            folder = os.path.join(ROOT, "benchmarks")
+            saved = list(sys.path)
+            sys.path.append(folder)
+            try:
+                name = "benchmark_docs_" + os.path.basename(path)[:-3]
+                spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+            finally:
+                sys.path[:] = saved
+            _MODULES[path] = module
+    return _MODULES[path].main
+
+
+def _parse(path, argv):
+    """The flags `argv` through the parser of the script at `path`."""
+    assert os.path.isfile(os.path.join(ROOT, path)), f"no script {path}"
+    main = _script_main(path)
+    try:
+        main(argv)
+    except _Parsed as parsed:
+        return parsed.namespace
+    except SystemExit as e:
+        if e.code == 0 and ("--help" in argv or "-h" in argv):
+            return None
+        raise AssertionError(f"{path} refuses {argv}: exit {e.code}") from None
+    raise AssertionError(f"{path}'s main() returned without parsing its arguments")
+
+
+def _commands(document):
+    """`(block text, argv)` of each shell command of the document's bash blocks
+    (continuation lines joined, comments and output lines dropped)."""
+    for block in _blocks(document, "bash"):
+        for line in block.replace("\\\n", " ").splitlines():
+            argv = shlex.split(line, comments=True)
+            if argv:
+                yield line, argv
+
+
+def _extras():
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(os.path.join(ROOT, "setup.cfg"))
+    return set(config["options.extras_require"])
+
+
+def _markers():
+    config = configparser.ConfigParser(interpolation=None)
+    config.read(os.path.join(ROOT, "setup.cfg"))
+    return {m.split(":")[0].strip() for m in config["tool:pytest"]["markers"].split("\n") if m}
+
+
+RUN_PY = open(os.path.join(ROOT, "run.py"), encoding="utf-8").read()
+# pytest options the docs pass through `run.py test`; run.py's own `--quick`.
+PYTEST_FLAGS = {"-k", "-x", "-q", "-m", "-n"}
+
+
+def _check_run_py(argv):
+    command, args = argv[0], argv[1:]
+    assert command in ("main", "test", "lint", "playground"), command
+    if command == "main":
+        _parse("recipes/translation/train.py", args)
+    elif command == "playground":
+        _parse("recipes/translation/playground.py", ["--workdir", RUN, *args])
+    elif command == "test":
+        assert '"--quick" in args' in RUN_PY
+        rest = [a for a in args if a != "--quick"]
+        for i, arg in enumerate(rest):
+            if arg.startswith("-"):
+                assert arg in PYTEST_FLAGS, f"run.py test {arg}: not an option the docs know"
+                if arg == "-m":
+                    words = set(re.findall(r"\w+", rest[i + 1])) - {"not", "and", "or"}
+                    assert words <= _markers(), words
+
+
+def _check_python(line, argv):
+    """`python3 [-m module | -c code | script] ARGS`; returns the script checked."""
+    args = argv[1:]
+    if args[0] == "-c":
+        compile(args[1], "<python3 -c>", "exec")
+        return "python3 -c"
+    if args[0] == "-m":
+        module, args = args[1], args[2:]
+        if module in ("json.tool", "pytest", "pip"):
+            return module
+        script = module.replace(".", "/") + ".py"
+    else:
+        script, args = args[0], args[1:]
+    if script == "run.py":
+        _check_run_py(args)
+    elif script.startswith(("recipes/translation/", "benchmarks/")):
+        _parse(script, args)
+    else:
+        raise AssertionError(f"{line!r}: a python script the docs test does not know")
+    return script
+
+
+def _check_other(line, argv, documented_urls):
+    command = argv[0]
+    if command == "curl":
+        url = next(a for a in argv if a.startswith("http"))
+        assert url in documented_urls, url
+        if "-d" in argv:
+            json.loads(argv[argv.index("-d") + 1])
+    elif command == "docker":
+        volume = argv[argv.index("-v") + 1]
+        name = next(a for a in argv if a.startswith("MODEL_NAME=")).split("=")[1]
+        assert re.fullmatch(rf"\"?\$PWD/{RUN}/export:/models/{name}\"?", volume), volume
+        assert argv[-1] == "tensorflow/serving"
+    elif command == "saved_model_cli":
+        assert argv[1] in ("show", "run")
+        flags = {a for a in argv if a.startswith("--")}
+        assert flags <= {"--dir", "--tag_set", "--signature_def", "--input_exprs"}, flags
+        assert argv[argv.index("--dir") + 1] == f"{RUN}/export/1"
+    elif command == "tensorboard":
+        assert argv[1:] == ["--logdir", f"{RUN}/tensorboard"], argv
+    elif command == "source":
+        assert argv[1] == ".venv/bin/activate" and 'ROOT / ".venv"' in RUN_PY
+    elif command == "pip":
+        extras = re.findall(r"\[(.*?)\]", line)
+        assert extras and set(",".join(extras).split(",")) <= _extras(), line
+    else:
+        raise AssertionError(f"{line!r}: a shell command tests/test_docs.py does not check")
+    assert command in NOT_RUN or command == "pip"
+    return command
+
+
+DOCUMENTED_URLS = {
+    "http://localhost:8501/v1/models/translator:predict",  # TF Serving's REST API
+    "http://127.0.0.1:8000/api/translate",                  # the playground's API
+    "http://127.0.0.1:8000/api/info",
+}
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_bash_commands_parse(document, parse_only):
+    """Each documented command line names a script that exists and flags its
+    parser accepts (nothing is run); the other commands are checked cheaply."""
+    server = open(os.path.join(ROOT, "keras_attention/playground/server.py"),
+                  encoding="utf-8").read()
+    for url in DOCUMENTED_URLS:
+        if ":8000/" in url:
+            assert f'"{url.split(":8000")[1]}"' in server, url
+    seen = set()
+    for line, argv in _commands(document):
+        while re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0]):  # JIT=1, ONEDNN_MAX_CPU_ISA=AVX2
+            argv = argv[1:]
+        if argv[0] in ("python", "python3", ".venv/bin/python"):
+            seen.add(_check_python(line, argv))
+        else:
+            seen.add(_check_other(line, argv, DOCUMENTED_URLS))
+    assert seen or not _blocks(document, "bash")
+
+
+def test_the_readme_is_a_quickstart():
+    readme = _read("README.md")
+    assert len(readme.splitlines()) <= 250
+    for command in ("python3 run.py main", "python3 run.py test", "python3 run.py test --quick"):
+        assert command in readme
+    assert "docs/images/playground.png" in readme
+    for document in DOCUMENTS[1:]:
+        assert f"]({document}" in readme, f"the README does not link {document}"
+
+
+def test_links_between_documents_resolve():
+    for document in DOCUMENTS + ["benchmarks/README.md"]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", _read(document)):
+            if target.startswith(("http://", "https://")):
+                continue
+            path = os.path.normpath(os.path.join(ROOT, os.path.dirname(document), target))
+            assert os.path.exists(path), (document, target)
+
+
+# -- benchmarks/results -------------------------------------------------------------
+
+RESULTS = sorted(glob.glob(os.path.join(ROOT, "benchmarks", "results", "*.json")))
+RUN_RECORD = re.compile(r"\d{4}-\d{2}-\d{2}-[a-z0-9_]+-[a-z0-9-]+\.json")
+
+
+def _numbers_only(value):
+    if isinstance(value, dict):
+        return all(_numbers_only(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_numbers_only(v) for v in value)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def test_benchmark_results_parse_and_dated_runs_are_records():
+    names = [os.path.basename(p) for p in RESULTS]
+    records = [n for n in names if RUN_RECORD.fullmatch(n)]
+    assert len(records) >= 10, records
+    for path in RESULTS:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        name = os.path.basename(path)
+        if name not in records:
+            continue  # a script's own --json output, kept as written
+        assert {"date", "processor", "command", "figures", "notes"} <= set(data), name
+        assert name.startswith(data["date"] + "-"), name
+        assert data["processor"]["model"] and data["processor"]["instruction_sets"], name
+        assert data["figures"] and _numbers_only(data["figures"]), name
+        script = name[len(data["date"]) + 1:].split("-")[0]
+        assert script == "main" or os.path.isfile(
+            os.path.join(ROOT, "benchmarks", f"{script}.py")), name
+        assert isinstance(data["notes"], str) and isinstance(data["command"], str), name
