@@ -30,9 +30,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from tests.helpers import SENTENCES
+from tests.helpers import ROOT, SENTENCES
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOCUMENTS = ["README.md"] + sorted(
     os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
 RUN = "runs/translation"  # the documented run directory, replaced by the shared run's
@@ -127,16 +126,6 @@ def _cwd(path):
 # -- python blocks ------------------------------------------------------------------
 
 
-@pytest.fixture
-def export_dir(request, tiny_run):
-    """`tiny_export` (the shared run's SavedModel), or, where tests/conftest.py
-    does not have it yet, the export the shared run then writes itself."""
-    try:
-        return request.getfixturevalue("tiny_export")
-    except pytest.FixtureLookupError:
-        return tiny_run[2]["export"]
-
-
 def test_every_python_block_is_in_one_group():
     """A new block must join a group (and so a test) before it can be committed."""
     assert set(d for d, _ in GROUPS) <= set(DOCUMENTS)
@@ -198,7 +187,7 @@ def test_data_block_on_own_files(text_files, tmp_path):
     assert labels.shape == inputs["decoder_tokens"].shape
 
 
-def test_readme_translate_block_in_a_fresh_process(tiny_run, export_dir):
+def test_readme_translate_block_in_a_fresh_process(tiny_run, tiny_export):
     """The README's Translator block, run as written in a fresh process with
     the shared run's workdir; its one-liner gives what this process's
     Translator gives, and the run's SavedModel the same translation."""
@@ -210,7 +199,7 @@ def test_readme_translate_block_in_a_fresh_process(tiny_run, export_dir):
         f"""
         import json
         import tensorflow as tf
-        serve = tf.saved_model.load({str(export_dir)!r}).signatures["serving_default"]
+        serve = tf.saved_model.load({str(tiny_export)!r}).signatures["serving_default"]
         served = [t.decode("utf-8") for t in serve(text=tf.constant(
             ["The red book is on the table."]))["translation"].numpy()]
         one_liner = Translator.from_preset({str(workdir)!r}).translate({SENTENCES!r})
@@ -248,13 +237,13 @@ def test_decoding_translator_blocks_in_a_fresh_process(tiny_run, tmp_path):
     assert (tmp_path / "my_translator" / "translator.json").exists()
 
 
-def test_serving_saved_model_block_with_tensorflow_only(tiny_run, export_dir):
+def test_serving_saved_model_block_with_tensorflow_only(tiny_run, tiny_export):
     """docs/serving.md's SavedModel block in a fresh process that imports
     nothing of this package; it gives the Translator's translation."""
     from keras_attention import Translator
 
     _, workdir, _ = tiny_run
-    code = _code("docs/serving.md", "saved_model", [(f"{RUN}/export/1", str(export_dir))])
+    code = _code("docs/serving.md", "saved_model", [(f"{RUN}/export/1", str(tiny_export))])
     code += textwrap.dedent(
         """
         import json, sys
