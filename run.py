@@ -9,8 +9,12 @@ and `lint`); later runs reuse it, and reinstall only when `setup.cfg` or
 
     python3 run.py main [ARGS...]   the main job (ARGS go to it)
     python3 run.py test [ARGS...]   the test suite: everything on the TensorFlow
-                                    backend, then the backend-agnostic tests on
-                                    JAX (ARGS go to pytest)
+                                    backend, then what differs by backend on JAX
+                                    (ARGS go to pytest); prints each tier's time
+    python3 run.py test --quick [ARGS...]
+                                    the quick tier, after every change: every
+                                    module's numerics against the NumPy
+                                    references, no training (TensorFlow only)
     python3 run.py lint [ARGS...]   `ruff check .` (ARGS go to ruff)
     python3 run.py playground [ARGS...]
                                     the attention playground web page for a trained
@@ -21,6 +25,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -31,6 +36,13 @@ MAIN = [str(ROOT / "recipes" / "translation" / "train.py")]
 PLAYGROUND = [str(ROOT / "recipes" / "translation" / "playground.py")]
 # Backend-agnostic parts of the package (keras.ops only), also tested on JAX.
 JAX_TESTS = ["tests/layers", "tests/models", "tests/decoding"]
+# On JAX, what differs by backend: the numerics, gradients, saving and
+# decoding loops; tests marked `backend_independent` (argument checks, configs,
+# pure-Python helpers) prove nothing more there.
+JAX_SELECTION = "not backend_independent"
+# The quick tier (markers in setup.cfg): no training, no recipe run, no fresh
+# processes, no browser.
+QUICK = "not slow and not multiprocess and not browser"
 
 
 def _python():
@@ -75,13 +87,41 @@ def _env(**overrides):
     return env
 
 
+def _tier(name, cmd, env):
+    """Runs one tier of the suite; returns `(name, exit code, seconds)`."""
+    start = time.perf_counter()
+    code = _run(cmd, env=env)
+    seconds = time.perf_counter() - start
+    print(f"== tier {name}: exit {code}, {seconds:.0f} s wall", flush=True)
+    return name, code, seconds
+
+
+def _workers(args):
+    """pytest-xdist's flags: one worker per core (at most 4), each test file on
+    one worker (its module fixtures built once), unless ARGS choose (`-n 0`
+    runs in this process, e.g. for `--pdb`)."""
+    if any(a == "-n" or a.startswith(("-n", "--numprocesses", "--dist")) for a in args) or any(
+            a in ("--pdb", "--trace") for a in args):
+        return []
+    return ["-n", str(min(4, os.cpu_count() or 1)), "--dist", "loadfile"]
+
+
 def run_tests(args):
     python = _python()
-    codes = [
-        _run([python, "-m", "pytest", *args], env=_env(KERAS_BACKEND="tensorflow")),
-        _run([python, "-m", "pytest", *JAX_TESTS, *args], env=_env(KERAS_BACKEND="jax")),
-    ]
-    failed = [c for c in codes if c != 0]
+    pytest = [python, "-m", "pytest", *_workers(args)]
+    if "--quick" in args:
+        args = [a for a in args if a != "--quick"]
+        tiers = [_tier("quick (TensorFlow)", [*pytest, "-m", QUICK, *args],
+                       _env(KERAS_BACKEND="tensorflow"))]
+    else:
+        tiers = [
+            _tier("TensorFlow", [*pytest, *args], _env(KERAS_BACKEND="tensorflow")),
+            _tier("JAX", [*pytest, *JAX_TESTS, "-m", JAX_SELECTION, *args],
+                  _env(KERAS_BACKEND="jax")),
+        ]
+    print("== tiers: " + "; ".join(f"{name} {seconds:.0f} s (exit {code})"
+                                   for name, code, seconds in tiers), flush=True)
+    failed = [code for _, code, _ in tiers if code != 0]
     return failed[0] if failed else 0
 
 

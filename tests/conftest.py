@@ -8,8 +8,9 @@ import pytest  # noqa: E402
 from tests.helpers import tiny_config  # noqa: E402
 
 # Fixtures that train a model or build the whole bundled corpus: a test that
-# uses one (directly or through another fixture) is in the slow tier.
-SLOW_FIXTURES = {"tiny_run", "bundled_data_dir"}
+# uses one (directly or through another fixture) is in the slow tier, out of
+# the quick one. (`trained`: tests/decoding/test_search.py's reversal model.)
+SLOW_FIXTURES = {"tiny_run", "bundled_data_dir", "trained"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -132,6 +132,7 @@ def test_a_beam_of_one_is_greedy_search(early_stopping, alpha):
     np.testing.assert_allclose(to_numpy(b_scores), to_numpy(g_scores), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 @pytest.mark.parametrize("value", ["always", 1, 0, None, np.bool_(True)])
 def test_bad_early_stopping(value):
     model = TableModel(random_table(np.random.default_rng(0), 1))

@@ -85,6 +85,7 @@ def test_cached_decoding_equals_full_recomputation(trained, search):
         np.testing.assert_allclose(to_numpy(fast[1]), to_numpy(slow[1]), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_cache_lengths_double_up_to_max_length():
     assert cache_lengths(64) == (16, 32, 64)
     assert cache_lengths(100) == (16, 32, 64, 100)
@@ -215,6 +216,7 @@ def test_n_best_lists(trained):
         search(trained, src, 7, START, END, beam_size=1, num_return_sequences=2)
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 @pytest.mark.parametrize("package", [
     "keras_attention.decoding", "keras_attention.layers", "keras_attention.models",
     "keras_attention.data", "keras_attention.training", "keras_attention.evaluation",
@@ -267,6 +269,7 @@ def test_beam_search_finds_better_scores_than_greedy():
     assert np.all(b_scores >= g_scores - 1e-5)
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 @pytest.mark.parametrize(
     "kwargs,match",
     [

@@ -138,6 +138,7 @@ def test_training_dropout_matches_the_formula(dtype, causal):
     np.testing.assert_array_equal(to_numpy(out)[empty], 0.0)
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 @pytest.mark.parametrize(
     "shapes,mask_shape,match",
     [
@@ -159,6 +160,7 @@ def test_bad_shapes_raise_clear_errors(shapes, mask_shape, match):
         scaled_dot_product_attention(q, k, v, mask=mask)
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_bad_dropout_rate_raises():
     x = np.zeros((1, 2, 4), "float32")
     with pytest.raises(ValueError, match="dropout_rate=1.5"):
@@ -237,6 +239,7 @@ def test_single_query_attention_matches_numpy_reference(masked, s, dtype):
         assert not np.any(to_numpy(out)[0]) and not np.any(to_numpy(w)[0])
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_single_query_attention_needs_one_query_and_matching_shapes():
     rng = np.random.default_rng(8)
     q, k, v = (np.swapaxes(a, 1, 2) for a in _inputs(rng, lead=(2, 3), t=2, s=5))

@@ -128,6 +128,7 @@ def test_mixed_precision_mostly_padding(policy, dtype):
     assert_close(out[dec_mask], expected[dec_mask], dtype)
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_bad_arguments():
     with pytest.raises(ValueError, match="num_heads=0"):
         DecoderBlock(0, 32)

@@ -237,6 +237,7 @@ def test_return_attention_scores_symbolic():
 # --------------------------------------------------------------------------- arguments
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 @pytest.mark.parametrize(
     "kwargs,fragments",
     [
@@ -260,6 +261,7 @@ def test_bad_constructor_arguments(kwargs, fragments):
         assert fragment in str(info.value)
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_num_heads_must_divide_depth_without_key_dim():
     block = EncoderBlock(num_heads=3, intermediate_dim=8)  # fine until the depth is known
     with pytest.raises(ValueError) as info:
@@ -270,6 +272,7 @@ def test_num_heads_must_divide_depth_without_key_dim():
     assert tuple(out.shape) == (2, S, 32)
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_rank_2_input_raises():
     with pytest.raises(ValueError, match=r"\(2, 16\)"):
         EncoderBlock(N, F)(np.zeros((2, 16), "float32"))

@@ -82,6 +82,7 @@ def test_causal_mask_default_alignment_matches_keras_mha():
 # --------------------------------------------------------------------------- and_masks
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_and_masks_all_none():
     assert and_masks() is None
     assert and_masks(None, None) is None
@@ -103,11 +104,13 @@ def test_and_masks_broadcasts_and_skips_none():
 # --------------------------------------------------------------------------- merge_masks
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_merge_masks_nothing_given_is_none():
     assert merge_masks() is None
     assert merge_masks(query_length=3, key_length=4) is None
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_merge_masks_causal_without_lengths_raises():
     with pytest.raises(ValueError, match="query_length=None"):
         merge_masks(causal=True)

@@ -236,6 +236,7 @@ def test_mixed_precision_finite_on_mostly_padding(policy, dtype):
     assert np.all(np.isfinite(to_numpy(big)))
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 @pytest.mark.parametrize(
     "kwargs,match",
     [
@@ -252,6 +253,7 @@ def test_bad_arguments(kwargs, match):
         MultiHeadAttention(**kwargs)
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_rank_mismatch_and_bad_mask_shape():
     layer = MultiHeadAttention(2, 4)
     with pytest.raises(ValueError, match=r"rank 3.*\(2, 8\)"):

@@ -94,6 +94,7 @@ def test_sinusoidal_layer_start_index(as_tensor):
         )
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_sinusoidal_layer_bad_max_wavelength():
     with pytest.raises(ValueError, match="max_wavelength=0"):
         SinusoidalPositionEncoding(max_wavelength=0)
@@ -245,6 +246,7 @@ def test_token_and_position_mask_reaches_downstream_layer():
     np.testing.assert_array_equal(to_numpy(out), (ids != 0).astype("float32"))
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_token_and_position_too_long_raises():
     layer = TokenAndPositionEmbedding(10, 4, 8)
     with pytest.raises(ValueError, match="Sequence length 5") as info:
@@ -254,6 +256,7 @@ def test_token_and_position_too_long_raises():
     assert tuple(layer(np.ones((2, 4), "int32")).shape) == (2, 4, 8)
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 @pytest.mark.parametrize(
     "kwargs,fragment",
     [

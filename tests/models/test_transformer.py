@@ -44,6 +44,7 @@ def test_readable_layer_names_and_weight_sharing():
     assert Transformer.from_preset("tiny").count_params() - shared.count_params() == 64 * 32
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 def test_presets_match_the_papers():
     presets = Transformer.presets()
     assert set(presets) == {"tiny", "tutorial", "base", "big"}
@@ -89,6 +90,7 @@ def test_mixed_bfloat16_policy_is_kept_and_logits_are_float32(tmp_path):
     assert keras.saving.load_model(path).decoder_blocks[0].compute_dtype == "bfloat16"
 
 
+@pytest.mark.backend_independent  # plain Python (checks, configs): the same on JAX
 @pytest.mark.parametrize(
     "overrides,match",
     [
