@@ -195,7 +195,10 @@ def single_query_attention(query, key, value, mask=None, scale=None):
     q = ops.cast(query, "float32") * scale  # [B, 1, N, d_k]
     logits = ops.sum(q * ops.cast(key, "float32"), axis=-1)  # [B, S, N]
     if mask is not None:
-        mask = ops.swapaxes(ops.cast(mask, "bool"), -1, -2)  # [B, S, 1]
+        # [B, 1, S] -> [B, S, 1] as a reshape: a bool transpose is a oneDNN op
+        # that TensorFlow logs as unsupported ("oneDNN supports DT_BOOL only on
+        # platforms with AVX-512") on some CPUs before running its own kernel.
+        mask = ops.expand_dims(ops.squeeze(ops.cast(mask, "bool"), axis=-2), -1)  # [B, S, 1]
         logits = logits + ops.where(mask, 0.0, MASKED_LOGIT)
     if key.shape[1] == 1:
         weights = ops.ones_like(logits)  # softmax over one key
