@@ -323,9 +323,10 @@ def test_own_tsv_holdout_sentencepiece_and_time_budget(tmp_path, text_files):
     hypotheses = (workdir / "hypotheses.test.txt").read_text(encoding="utf-8").splitlines()
     assert len(hypotheses) == metrics["eval_sentences"]
     # A default run (export=True) also writes its heatmaps and its SavedModel.
-    assert metrics["attention_plots"] == config.attention_plots == 3
-    assert len([n for n in os.listdir(workdir / "attention")
-                if n.endswith("cross_attention.png")]) == 3
+    plots = os.listdir(workdir / "attention")
+    assert metrics["attention_plots"] == len(plots) > 0  # the number of PNG files
+    assert len([n for n in plots if n.endswith("cross_attention.png")]) == (
+        config.attention_plots) == 3  # one set per test sentence drawn
     assert metrics["export"] == str(workdir / "export" / "1")
     result = subprocess.run([sys.executable, "-c", FRESH_PROCESS, metrics["export"],
                              json.dumps(["The red book is on the table."])],
