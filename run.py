@@ -100,8 +100,8 @@ def _workers(args):
     """pytest-xdist's flags: one worker per core (at most 4), each test file on
     one worker (its module fixtures built once), unless ARGS choose (`-n 0`
     runs in this process, e.g. for `--pdb`)."""
-    if any(a == "-n" or a.startswith(("-n", "--numprocesses", "--dist")) for a in args) or any(
-            a in ("--pdb", "--trace") for a in args):
+    if any(a.startswith(("-n", "--numprocesses", "--dist")) or a in ("--pdb", "--trace")
+           for a in args):
         return []
     return ["-n", str(min(4, os.cpu_count() or 1)), "--dist", "loadfile"]
 

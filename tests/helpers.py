@@ -85,7 +85,6 @@ def run_main(main, argv, capsys):
     return (0 if code is None else code), out, err
 
 
-
 def free_ports(n):
     """`n` free TCP ports on 127.0.0.1 (for multi-worker TF_CONFIG clusters)."""
     sockets = [socket.socket() for _ in range(n)]
