@@ -84,7 +84,7 @@ def _compiled_search(model, beam_size, length_penalty, max_length, num_return_se
             lambda tokens: search(model, tokens, max_length, START_ID, END_ID, beam_size,
                                   length_penalty, num_return_sequences, early_stopping),
             input_signature=[tf.TensorSpec([None, None], tf.int32)],
-            jit_compile=bool(jit_compile),
+            jit_compile=bool(jit_compile), autograph=False,
         )
     return searches[key]
 
@@ -95,7 +95,7 @@ def _tokenize_fn(tokenizer, max_length):
     if max_length not in fns:
         fns[max_length] = tf.function(
             lambda texts: tokenize_with_end(tokenizer, texts, max_length),
-            input_signature=[tf.TensorSpec([None], tf.string)])
+            input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
     return fns[max_length]
 
 
@@ -103,7 +103,8 @@ def _detokenize_fn(tokenizer):
     """`ids [..., L] -> strings [...]` as a tf.function."""
     if tokenizer not in _DETOKENIZE:
         _DETOKENIZE[tokenizer] = tf.function(
-            tokenizer.detokenize, input_signature=[tf.TensorSpec([None, None], tf.int32)])
+            tokenizer.detokenize, input_signature=[tf.TensorSpec([None, None], tf.int32)],
+            autograph=False)
     return _DETOKENIZE[tokenizer]
 
 

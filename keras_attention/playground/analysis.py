@@ -27,7 +27,8 @@ _DETAILS = weakref.WeakKeyDictionary()
 def _attention_details(model, encoder_tokens, decoder_tokens):
     if model not in _DETAILS:
         _DETAILS[model] = tf.function(model.attention_details, input_signature=[
-            tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)])
+            tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)],
+            autograph=False)
     return _DETAILS[model](encoder_tokens, decoder_tokens)
 
 

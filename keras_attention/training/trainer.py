@@ -108,7 +108,7 @@ class Trainer:
         loss_scaling = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         variables = model.trainable_variables
 
-        @tf.function(jit_compile=self.jit_compile)
+        @tf.function(jit_compile=self.jit_compile, autograph=False)
         def gradients(inputs, labels, global_tokens):
             with tf.GradientTape() as tape:
                 logits = model(inputs, training=True)
@@ -138,7 +138,7 @@ class Trainer:
             optimizer.apply_gradients(zip(grads, variables))
             return loss_sum, tokens, correct, count(inputs["encoder_tokens"])
 
-        @tf.function
+        @tf.function(autograph=False)
         def train_step(iterator):
             inputs, labels = next(iterator)
             outputs = strategy.run(replica_step, args=(inputs, labels))
@@ -156,7 +156,7 @@ class Trainer:
             return tf.reduce_sum(losses), tf.reduce_sum(mask), tf.reduce_sum(correct)
 
         # One trace for every bucket length (validation batches come in several).
-        @tf.function(reduce_retracing=True)
+        @tf.function(reduce_retracing=True, autograph=False)
         def eval_step(inputs, labels):
             outputs = strategy.run(replica_step, args=(inputs, labels))
             return [strategy.reduce("sum", x, axis=None) for x in outputs]
