@@ -9,8 +9,9 @@ from tests.helpers import tiny_config  # noqa: E402
 
 # Fixtures that train a model or build the whole bundled corpus: a test that
 # uses one (directly or through another fixture) is in the slow tier, out of
-# the quick one. (`trained`: tests/decoding/test_search.py's reversal model.)
-SLOW_FIXTURES = {"tiny_run", "bundled_data_dir", "trained"}
+# the quick one. (`trained`: tests/decoding/test_search.py's reversal model;
+# `bundled_splits`: the whole bundled corpus generated in memory.)
+SLOW_FIXTURES = {"tiny_run", "bundled_data_dir", "trained", "bundled_splits"}
 
 
 def pytest_collection_modifyitems(config, items):
@@ -53,8 +54,8 @@ def text_files(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory, text_files):
-    """`(config, workdir, metrics)` of a 12-step run of the tiny preset on
-    `text_files`: the one trained run every test that needs a trained model
+    """`(config, workdir, metrics)` of a 12-step run of the tiny preset (two
+    layers each side) on `text_files`: the one trained run every test that needs a trained model
     shares (read-only). Its data order is deterministic (`TINY`), so it is the
     same model in every pytest run on a machine. It is trained without its
     SavedModel and heatmaps (`export=False`); `tiny_export` makes the export
@@ -62,7 +63,7 @@ def tiny_run(tmp_path_factory, text_files):
     from recipes.translation.train_lib import train_and_evaluate
 
     workdir = tmp_path_factory.mktemp("run") / "run"
-    config = tiny_config(text_files)
+    config = tiny_config(text_files, num_layers=2)
     metrics = train_and_evaluate(config, str(workdir), verbose=0, export=False)
     keras.config.set_dtype_policy("float32")
     return config, workdir, metrics

@@ -47,6 +47,10 @@ TINY = {
     "steps": 12, "steps_per_epoch": 6, "warmup_steps": 4, "backup_every_steps": 3,
     "beam_size": 2, "max_eval_sentences": 16, "precision": "float32", "strategy": "default",
     "shuffle_buffer": 1000,
+    # One layer each side: a test that trains its own run traces (and runs)
+    # half the graph. The shared `tiny_run` has two, for the per-layer checks
+    # (heatmaps per layer, the playground's layer switch).
+    "num_layers": 1,
     # The same batches in the same order in every pytest run: the shared run is
     # then the same model each time, and a near tie of its scores (two beams
     # within float rounding) cannot come and go between runs.

@@ -1,7 +1,8 @@
 """Every code block of README.md and docs/*.md runs, or its commands parse.
 
 - ```python blocks: each belongs to one group of `GROUPS`; a group's blocks
-  run together, in-process or in one fresh process per document, with the
+  run together, in-process or (those that need a clean interpreter) in the
+  one fresh process of the `fresh_process` fixture, with the
   shared trained run (`tiny_run`, `tiny_export`) in place of
   `runs/translation`. A block in no group fails `test_every_python_block_is_in_one_group`.
 - ```bash blocks: every `python3 run.py ...`, `python3 recipes/translation/X.py ...`
@@ -140,6 +141,7 @@ def test_every_python_block_is_in_one_group():
             _group_blocks(document, group)  # each marker names exactly one block
 
 
+@pytest.mark.slow  # builds, trains or decodes a model (out of the quick tier)
 def test_readme_layers_block_builds_and_trains():
     """The README's layers block, run as written, then one training step
     (OutputProjection's folded path) and a prediction."""
@@ -164,6 +166,7 @@ def test_layers_cache_block_matches_the_full_pass():
     assert len(namespace["steps"]) == namespace["max_length"]
 
 
+@pytest.mark.slow  # builds, trains or decodes a model (out of the quick tier)
 def test_decoding_search_block():
     namespace = {}
     exec(_code("docs/decoding.md", "search"), namespace)  # noqa: S102
@@ -187,15 +190,37 @@ def test_data_block_on_own_files(text_files, tmp_path):
     assert labels.shape == inputs["decoder_tokens"].shape
 
 
-def test_readme_translate_block_in_a_fresh_process(tiny_run, tiny_export):
-    """The README's Translator block, run as written in a fresh process with
-    the shared run's workdir; its one-liner gives what this process's
-    Translator gives, and the run's SavedModel the same translation."""
-    from keras_attention import Translator
-
+@pytest.fixture(scope="module")
+def fresh_process(tiny_run, tiny_export, tmp_path_factory):
+    """The blocks that must run where nothing else ran before, in one fresh
+    process, each program in its own namespace, in this order: docs/serving.md's
+    SavedModel block (TensorFlow only: no keras_attention module may be loaded
+    yet), docs/decoding.md's Translator blocks (the plain Keras model loads
+    after `import keras_attention` alone), the README's Translator block.
+    Returns `{name: what the program printed}` and the folder of the saved preset."""
     _, workdir, _ = tiny_run
-    code = _code("README.md", "translate", _run_replacements(workdir))
-    code += textwrap.dedent(
+    tmp_path = tmp_path_factory.mktemp("fresh")
+    serving = _code("docs/serving.md", "saved_model", [(f"{RUN}/export/1", str(tiny_export))])
+    serving += textwrap.dedent(
+        """
+        import json, sys
+        served = serve(text=tf.constant(["The red book is on the table."]))["translation"]
+        print(json.dumps([[t.decode("utf-8") for t in served.numpy()],
+                          sorted(m for m in sys.modules if m.startswith("keras_attention"))]))
+        """)
+    blocks = _group_blocks("docs/decoding.md", "translator")
+    assert blocks[0].startswith("import keras\nimport keras_attention")
+    decoding = _code("docs/decoding.md", "translator", _run_replacements(workdir) + [
+        ('"my_translator"', repr(str(tmp_path / "my_translator")))], between={
+        "keras.saving.load_model": "plain = translations\n"})
+    decoding += textwrap.dedent(
+        """
+        import json
+        print(json.dumps([plain, translations, scores, translator.early_stopping,
+                          translator.beam_size, reloaded.translate(["The blue car is fast."])]))
+        """)
+    readme = _code("README.md", "translate", _run_replacements(workdir))
+    readme += textwrap.dedent(
         f"""
         import json
         import tensorflow as tf
@@ -205,31 +230,42 @@ def test_readme_translate_block_in_a_fresh_process(tiny_run, tiny_export):
         one_liner = Translator.from_preset({str(workdir)!r}).translate({SENTENCES!r})
         print(json.dumps([one_liner, served]))
         """)
-    lines = _fresh_process(code).strip().splitlines()
-    one_liner, served = json.loads(lines[-1])
-    assert lines[0].startswith("['")  # the block's first print: a list of one string
-    assert one_liner == Translator.from_preset(str(workdir)).translate(SENTENCES)
-    assert served == [one_liner[0]]
+    programs = [("serving", serving), ("decoding", decoding), ("readme", readme)]
+    runner = textwrap.dedent(
+        f"""
+        import contextlib, io, json
+        outputs = {{}}
+        for name, code in {programs!r}:
+            buffer = io.StringIO()
+            with contextlib.redirect_stdout(buffer):
+                exec(compile(code, f"<{{name}}>", "exec"), {{"__name__": "__main__"}})
+            outputs[name] = buffer.getvalue()
+        print(json.dumps(outputs))
+        """)
+    outputs = json.loads(_fresh_process(runner).strip().splitlines()[-1])
+    return outputs, tmp_path
 
 
-def test_decoding_translator_blocks_in_a_fresh_process(tiny_run, tmp_path):
-    """docs/decoding.md's Translator blocks in one fresh process: the plain
+def test_serving_saved_model_block_with_tensorflow_only(tiny_run, fresh_process):
+    """docs/serving.md's SavedModel block in a fresh process that imports
+    nothing of this package; it gives the Translator's translation."""
+    from keras_attention import Translator
+
+    _, workdir, _ = tiny_run
+    outputs, _ = fresh_process
+    served, ours = json.loads(outputs["serving"].strip().splitlines()[-1])
+    assert ours == []
+    assert served == Translator.from_preset(str(workdir)).translate(
+        ["The red book is on the table."])
+
+
+def test_decoding_translator_blocks_in_a_fresh_process(fresh_process):
+    """docs/decoding.md's Translator blocks in a fresh process: the plain
     Keras model loads after `import keras_attention` alone and translates;
     the settings, fine-tuning on strings and a saved preset work."""
-    _, workdir, _ = tiny_run
-    blocks = _group_blocks("docs/decoding.md", "translator")
-    assert blocks[0].startswith("import keras\nimport keras_attention")
-    code = _code("docs/decoding.md", "translator", _run_replacements(workdir) + [
-        ('"my_translator"', repr(str(tmp_path / "my_translator")))], between={
-        "keras.saving.load_model": "plain = translations\n"})
-    code += textwrap.dedent(
-        """
-        import json
-        print(json.dumps([plain, translations, scores, translator.early_stopping,
-                          translator.beam_size, reloaded.translate(["The blue car is fast."])]))
-        """)
+    outputs, tmp_path = fresh_process
     plain, translations, scores, early_stopping, beam_size, reloaded = json.loads(
-        _fresh_process(code).strip().splitlines()[-1])
+        outputs["decoding"].strip().splitlines()[-1])
     assert len(plain) == 1 and isinstance(plain[0], str)
     assert len(translations) == len(scores) == 1 and isinstance(translations[0], str)
     assert early_stopping is False and beam_size == 4
@@ -237,24 +273,19 @@ def test_decoding_translator_blocks_in_a_fresh_process(tiny_run, tmp_path):
     assert (tmp_path / "my_translator" / "translator.json").exists()
 
 
-def test_serving_saved_model_block_with_tensorflow_only(tiny_run, tiny_export):
-    """docs/serving.md's SavedModel block in a fresh process that imports
-    nothing of this package; it gives the Translator's translation."""
+def test_readme_translate_block_in_a_fresh_process(tiny_run, fresh_process):
+    """The README's Translator block, run as written in a fresh process with
+    the shared run's workdir; its one-liner gives what this process's
+    Translator gives, and the run's SavedModel the same translation."""
     from keras_attention import Translator
 
     _, workdir, _ = tiny_run
-    code = _code("docs/serving.md", "saved_model", [(f"{RUN}/export/1", str(tiny_export))])
-    code += textwrap.dedent(
-        """
-        import json, sys
-        served = serve(text=tf.constant(["The red book is on the table."]))["translation"]
-        print(json.dumps([[t.decode("utf-8") for t in served.numpy()],
-                          sorted(m for m in sys.modules if m.startswith("keras_attention"))]))
-        """)
-    served, ours = json.loads(_fresh_process(code).strip().splitlines()[-1])
-    assert ours == []
-    assert served == Translator.from_preset(str(workdir)).translate(
-        ["The red book is on the table."])
+    outputs, _ = fresh_process
+    lines = outputs["readme"].strip().splitlines()
+    one_liner, served = json.loads(lines[-1])
+    assert lines[0].startswith("['")  # the block's first print: a list of one string
+    assert one_liner == Translator.from_preset(str(workdir)).translate(SENTENCES)
+    assert served == [one_liner[0]]
 
 
 def test_serving_ctranslate2_block(tiny_run, tmp_path):

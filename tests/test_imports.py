@@ -30,8 +30,9 @@ BLOCKER = textwrap.dedent(
     """
 )
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("jax") is None,
-                                reason="needs JAX (the test extra)")
+pytestmark = [pytest.mark.skipif(importlib.util.find_spec("jax") is None,
+                                 reason="needs JAX (the test extra)"),
+              pytest.mark.slow]  # fresh Pythons
 
 
 def _run_blocked(code, blocked, *args, **env):

@@ -42,6 +42,7 @@ def _weights(translator):
     return [w.numpy() for w in translator.model.weights]
 
 
+@pytest.mark.slow  # decodes and saves whole translators (out of the quick tier)
 def test_preset_round_trip_is_bit_identical(small, tmp_path):
     path = small.save_to_preset(str(tmp_path / "preset"))
     for name in ("config.json", "model.weights.h5", "metadata.json", "translator.json",
@@ -82,6 +83,7 @@ def test_save_refuses_to_overwrite_unless_asked(small, tmp_path):
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".preset-")]
 
 
+@pytest.mark.slow  # decodes and saves whole translators (out of the quick tier)
 def test_translate_api(small):
     translations = small.translate(SENTENCES)
     assert isinstance(translations, list) and len(translations) == 4
@@ -104,6 +106,7 @@ def test_translate_api(small):
         small.translate(SENTENCES, beam_size=0)
 
 
+@pytest.mark.slow  # decodes and saves whole translators (out of the quick tier)
 def test_n_best_lists(small):
     """`num_return_sequences`: lists of the n best, best first, whose first
     entries are the 1-best translations and scores."""
@@ -127,6 +130,7 @@ def test_constructor_checks(small):
                    length_penalty=-1)
 
 
+@pytest.mark.slow  # decodes and saves whole translators (out of the quick tier)
 def test_early_stopping_travels_with_presets_and_exports(small, tmp_path):
     """`early_stopping` is a decoding setting like the beam size: saved in
     translator.json and export.json, fixed in the SavedModel's graph."""
@@ -151,6 +155,7 @@ def test_early_stopping_travels_with_presets_and_exports(small, tmp_path):
         small.with_settings(early_stopping="yes")
 
 
+@pytest.mark.slow  # decodes and saves whole translators (out of the quick tier)
 def test_bad_paths_name_what_is_missing(small, tmp_path):
     with pytest.raises(FileNotFoundError, match="is not a directory"):
         Translator.from_preset(str(tmp_path / "nowhere"))
@@ -186,6 +191,7 @@ def test_bad_paths_name_what_is_missing(small, tmp_path):
         Translator.from_preset(str(run))
 
 
+@pytest.mark.slow  # decodes and saves whole translators (out of the quick tier)
 def test_remote_handles_go_through_keras_hub(small, tmp_path, monkeypatch):
     """kaggle:// and hf:// handles are resolved by keras-hub's `get_file`; here
     it is replaced by a local lookup (no network), recording what was asked."""
@@ -329,6 +335,7 @@ def test_padded_batches_have_few_shapes():
     assert _pad_to_bucket([[5, 2]] * 3, (8,)).shape == (3, 8)
 
 
+@pytest.mark.slow  # a fresh Python
 def test_plain_import_registers_every_serializable_class():
     """After a plain `import keras_attention` (fresh process), Keras knows the
     model, its layers and the training loss, metric and schedule."""

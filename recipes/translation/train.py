@@ -45,6 +45,9 @@ def main(argv=None):
     parser.add_argument("--workdir", default=DEFAULT_WORKDIR,
                         help=f"run directory (default: {DEFAULT_WORKDIR})")
     parser.add_argument("--quiet", action="store_true", help="no progress bars or summary")
+    parser.add_argument("--no-export", dest="export", action="store_false",
+                        help="leave out the SavedModel (export/) and the attention heatmaps "
+                             "(attention/); export.py and visualize.py make them later")
     add_config_flags(parser)
     args = parser.parse_args(argv)
     config = config_from_args(args)
@@ -57,7 +60,8 @@ def main(argv=None):
     from recipes.translation.train_lib import train_and_evaluate
 
     try:
-        train_and_evaluate(config, args.workdir, verbose=0 if args.quiet else 1)
+        train_and_evaluate(config, args.workdir, verbose=0 if args.quiet else 1,
+                           export=args.export)
     except (ValueError, OSError) as e:  # OSError: e.g. a full disk, naming its path
         parser.exit(2, f"error: {e}\n")
 

@@ -50,6 +50,7 @@ def test_splits_do_not_overlap(data_dir):
     assert not english["validation"] & english["test"]
 
 
+@pytest.mark.slow  # generates the whole corpus (out of the quick tier)
 def test_version_pins_the_content(bundled_splits):
     """Changing the grammar's output needs a new dataset VERSION (and a new
     fingerprint here): a prepared data_dir would otherwise go stale silently."""

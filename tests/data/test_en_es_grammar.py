@@ -143,6 +143,7 @@ def _fingerprint_in_subprocess(hash_seed):
     return result.stdout.strip()
 
 
+@pytest.mark.slow  # fresh Pythons
 def test_deterministic_across_processes_and_hash_seeds():
     examples = generate_examples(300, seed=11)
     text = "\n".join(
@@ -164,6 +165,7 @@ def test_examples_are_distinct(big_sample):
     assert len({ex.en for ex in big_sample}) == len(big_sample) == 20_000
 
 
+@pytest.mark.slow  # generates whole splits (out of the quick tier)
 def test_split_sizes_and_disjointness(splits):
     assert {name: len(split) for name, split in splits.items()} == SPLIT_SIZES
     english = {name: {ex.en for ex in split} for name, split in splits.items()}
@@ -326,6 +328,7 @@ def test_vocabulary_size(splits):
 # --------------------------------------------------------------------------- #
 # The mapping is a function; exact, hand-checked translations
 # --------------------------------------------------------------------------- #
+@pytest.mark.slow  # generates whole splits (out of the quick tier)
 def test_english_to_spanish_is_a_function(big_sample):
     first = collections.defaultdict(set)
     for ex in big_sample:

@@ -108,6 +108,7 @@ def test_length_statistics(pairs, tokenizers):
     assert "over_max_length" not in stats
 
 
+@pytest.mark.slow  # several passes over the data (out of the quick tier)
 def test_deterministic_mode_and_seeds(pairs, tokenizers):
     def batches(seed):
         ds = make_batches(pairs, *tokenizers, max_length=64, batch_tokens=512,
@@ -127,11 +128,13 @@ def test_shuffle_reshuffles_each_epoch(pairs, tokenizers):
     assert epoch_1 != epoch_2
 
 
+@pytest.mark.slow  # several passes over the data (out of the quick tier)
 def test_repeat(pairs, tokenizers):
     ds = make_batches(pairs, *tokenizers, max_length=64, batch_tokens=512, seed=0, repeat=True)
     assert len(list(ds.take(200))) == 200  # more than one epoch's batches
 
 
+@pytest.mark.slow  # several passes over the data (out of the quick tier)
 def test_sharding_for_distribution(pairs, tokenizers):
     """Two input pipelines read disjoint halves and build per-replica batches."""
     shards = []
@@ -200,6 +203,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow  # a fresh Python
 def test_no_onednn_fallback_error_lines(tmp_path):
     """Tokenizing, batching and beam search transpose no int32/int64 tensor:
     oneDNN runs those only with AVX-512, and elsewhere TensorFlow logs

@@ -94,6 +94,7 @@ def test_cache_lengths_double_up_to_max_length():
     assert cache_lengths(17) == (16, 17)
 
 
+@pytest.mark.slow  # eager decoding loops (out of the quick tier)
 @pytest.mark.parametrize("search", [greedy_search, beam_search])
 def test_growing_cache_equals_one_full_length_cache(search, monkeypatch):
     """Outputs of 36 tokens (an untrained model never ends) cross the cache
@@ -257,6 +258,7 @@ def test_output_stops_at_the_end_token_and_is_padded(trained, search):
         assert START not in row
 
 
+@pytest.mark.slow  # eager decoding loops (out of the quick tier)
 def test_beam_search_finds_better_scores_than_greedy():
     """On an untrained model, the length-normalized beam score of the best
     hypothesis is never below the score of the greedy hypothesis, normalized
@@ -292,6 +294,7 @@ def test_bad_arguments(kwargs, match):
             greedy_search(model, [[3, 4]], **args)
 
 
+@pytest.mark.slow  # eager decoding loops (out of the quick tier)
 def test_search_picks_greedy_for_one_beam_and_beam_search_otherwise():
     model = tiny_model()
     src, _ = reverse_task(np.random.default_rng(5), 4)
@@ -305,6 +308,7 @@ def test_search_picks_greedy_for_one_beam_and_beam_search_otherwise():
         np.testing.assert_allclose(to_numpy(got[1]), to_numpy(expected[1]), rtol=1e-6)
 
 
+@pytest.mark.slow  # eager decoding loops (out of the quick tier)
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_the_padding_id_is_never_generated(beam_size):
     """A model that prefers the padding id 0 at every step: a generated 0

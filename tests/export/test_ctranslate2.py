@@ -105,7 +105,10 @@ OPTIONS = {
 }
 
 
-@pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
+# The quick tier converts and compares the first; the others are slow.
+@pytest.mark.parametrize("options", [
+    pytest.param(options, id=name, marks=() if i == 0 else pytest.mark.slow)
+    for i, (name, options) in enumerate(OPTIONS.items())])
 def test_untrained_model_decodes_and_scores_as_ours(options, tokenizer, tmp_path):
     model = tiny(**options)
     translator = convert(model, tokenizer, tmp_path / "ct2")
@@ -157,6 +160,7 @@ def test_int8_quantization(tokenizer, tmp_path):
     assert 1 <= len(result[0].hypotheses[0]) <= 5
 
 
+@pytest.mark.slow  # decodes a translator twice (out of the quick tier)
 def test_strings_through_the_helper_equal_translate(tokenizer, tmp_path):
     """Greedy translations and GNMT scores from strings, long sources cut as ours."""
     model = tiny(max_length=16)

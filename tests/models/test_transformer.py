@@ -15,8 +15,11 @@ INPUTS = {"encoder_tokens": ENC, "decoder_tokens": DEC}
     "overrides",
     [
         {},
-        {"norm_first": True, "tie_output_embeddings": False, "position_encoding": "learned"},
-        {"share_encoder_decoder_embeddings": True, "num_key_value_heads": 2},
+        # The quick tier saves and loads the default model; these are slow.
+        pytest.param({"norm_first": True, "tie_output_embeddings": False,
+                      "position_encoding": "learned"}, marks=pytest.mark.slow),
+        pytest.param({"share_encoder_decoder_embeddings": True, "num_key_value_heads": 2},
+                     marks=pytest.mark.slow),
     ],
 )
 def test_keras_round_trip_reproduces_logits_exactly(overrides, tmp_path):

@@ -468,8 +468,9 @@ def _backup_step(workdir):
 def test_sigkill_mid_epoch_then_restart_resumes(tmp_path, text_files):
     config = tiny_config(text_files, steps=200, steps_per_epoch=100, backup_every_steps=20)
     workdir = tmp_path / "run"
-    process = subprocess.Popen(_command(config, workdir), cwd=ROOT, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    # --no-export: the SavedModel and heatmaps prove nothing about resuming.
+    process = subprocess.Popen(_command(config, workdir, "--no-export"), cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 240
     while time.time() < deadline and process.poll() is None and _backup_step(workdir) < 40:
         time.sleep(0.05)
@@ -477,14 +478,17 @@ def test_sigkill_mid_epoch_then_restart_resumes(tmp_path, text_files):
     process.send_signal(signal.SIGKILL)  # mid-epoch: no chance to save anything
     process.wait()
     assert not (workdir / "metrics.json").exists()
-    result = subprocess.run(_command(config, workdir), cwd=ROOT, capture_output=True, text=True,
-                            timeout=300, check=False)
+    result = subprocess.run(_command(config, workdir, "--no-export"), cwd=ROOT,
+                            capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     resumed_at = int(result.stderr.split("Resumed from the backup at step ")[1].split()[0])
     assert 40 <= resumed_at < 100  # from the backup, mid-epoch 1
     metrics = json.loads((workdir / "metrics.json").read_text())
     assert metrics["steps"] == 200  # the same step count as an uninterrupted run
     assert "ckpt-200.weights.h5" in os.listdir(workdir / "checkpoints")
+    # --no-export: no SavedModel, no heatmaps (the record says so).
+    assert metrics["export"] is None
+    assert not (workdir / "export").exists() and not (workdir / "attention").exists()
 
 
 @pytest.mark.multiprocess

@@ -57,6 +57,7 @@ def make_trainer(tmp_path=None, policy="float32", learning_rate=None, optimizer=
     return Trainer(model, optimizer, strategy, verbose=0, **kwargs)
 
 
+@pytest.mark.slow  # trains (out of the quick tier)
 @pytest.mark.parametrize("policy", ["float32", "mixed_float16", "mixed_bfloat16"])
 def test_each_precision_learns(policy):
     trainer = make_trainer(policy=policy)
@@ -84,6 +85,7 @@ def test_jit_compile_gives_the_same_first_steps():
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow  # trains (out of the quick tier)
 def test_history_callbacks_and_stop_training(tmp_path):
     seen = []
 
@@ -100,6 +102,7 @@ def test_history_callbacks_and_stop_training(tmp_path):
     assert len(history.history["loss"]) == 2
 
 
+@pytest.mark.slow  # trains (out of the quick tier)
 def test_validation_metrics(tmp_path):
     trainer = make_trainer()
     fn = reverse_batches(seed=5)
@@ -142,6 +145,7 @@ def test_checkpoints_backup_and_resume(tmp_path):
     assert int(resumed.step.numpy()) == 40 == int(resumed.optimizer.iterations.numpy())
 
 
+@pytest.mark.slow  # trains (out of the quick tier)
 def test_corrupt_backup_is_a_clear_error_and_is_left_alone(tmp_path):
     trainer = make_trainer(tmp_path, backup_every_steps=5)
     trainer.fit(reverse_batches(), total_steps=10, steps_per_epoch=10)
@@ -163,6 +167,7 @@ def test_checkpoint_errors(tmp_path):
         load_weights_checked(model, str(bad))
 
 
+@pytest.mark.slow  # trains (out of the quick tier)
 def test_average_checkpoints(tmp_path):
     model = Transformer.from_preset("tiny", encoder_vocabulary_size=20, decoder_vocabulary_size=20)
     paths, all_weights = [], []
@@ -179,6 +184,7 @@ def test_average_checkpoints(tmp_path):
             np.testing.assert_allclose(w, 1.0)
 
 
+@pytest.mark.slow  # trains (out of the quick tier)
 def test_nan_stops_training(tmp_path):
     trainer = make_trainer(tmp_path, learning_rate=1e30)
     with pytest.raises(TrainingDivergedError, match="The loss became"):

@@ -104,6 +104,7 @@ def test_png_files(run, tmp_path):
         save_attention_heatmaps(maps, str(tmp_path), layers=[9])
 
 
+@pytest.mark.slow  # draws a 25x25x8 figure (out of the quick tier)
 def test_readable_for_25_tokens_and_8_heads(tmp_path):
     """The layout holds 25-token sentences and 8 heads (3 x 3 panels)."""
     from keras_attention.visualization import AttentionMaps
