@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_attention._io import atomic_directory, atomic_write_text
+from keras_attention._io import Layout, atomic_directory, atomic_write_text
 from keras_attention._validation import check_non_negative, check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import (
@@ -135,15 +135,25 @@ def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
     limit = model.max_length
     max_length = min(max_length or limit, limit)
     ids = _tokenize_fn(source_tokenizer, limit)(tf.constant(sentences)).to_list()
-    order = np.argsort([len(row) for row in ids], kind="stable")
+    # Empty in, empty out: a text with no tokens ([END] alone: "" or blanks)
+    # translates to "" with score 0, as in the SavedModel; it never reaches
+    # the search (which would invent a sentence for it).
+    order = [i for i in np.argsort([len(row) for row in ids], kind="stable")
+             if len(ids[i]) > 1]
 
     search = _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences,
                               jit_compile, early_stopping)
     detokenize = _detokenize_fn(target_tokenizer)
 
-    translations, scores = [None] * len(sentences), [0.0] * len(sentences)
+    if num_return_sequences is None:
+        translations, scores = [""] * len(sentences), [0.0] * len(sentences)
+    else:
+        translations = [[""] * num_return_sequences for _ in sentences]
+        scores = [[0.0] * num_return_sequences for _ in sentences]
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     progbar = keras.utils.Progbar(len(sentences), unit_name="sentence") if verbose else None
+    if progbar is not None and len(order) < len(sentences):
+        progbar.add(len(sentences) - len(order))  # the empty ones: done
     for batch in batches:
         tokens, batch_scores = search(_search_batch([ids[i] for i in batch], limit, jit_compile,
                                                     batch_size))
@@ -172,6 +182,9 @@ MODEL_WEIGHTS_FILE = "model.weights.h5"
 METADATA_FILE = "metadata.json"
 TRANSLATOR_FILE = "translator.json"  # the decoding settings
 TOKENIZER_DIR = "tokenizer"  # source.json, source.vocab.txt (or .model), target.*
+# What `save_to_preset(..., overwrite=True)` may replace: a preset it wrote.
+PRESET_LAYOUT = Layout("Translator preset", required=(CONFIG_FILE, TRANSLATOR_FILE),
+                       allowed=(MODEL_WEIGHTS_FILE, METADATA_FILE, TOKENIZER_DIR))
 REMOTE_SCHEMES = ("kaggle", "hf")  # resolved by keras-hub's `get_file`
 _RUN_METRICS = ("bleu", "sacrebleu_signature", "chrf", "chrf_signature", "eval_split",
                 "eval_sentences", "exact_match", "steps", "validation_bleu")
@@ -421,12 +434,13 @@ class Translator:
             metadata.json      versions, parameter count, the training config and BLEU
 
         The directory appears complete or not at all; an existing one is
-        replaced only with `overwrite=True`.
+        replaced only with `overwrite=True`, and only if it is a preset
+        (these files and nothing else): never a run directory or another folder.
         """
         from keras_attention import __version__
 
         preset_dir = os.fspath(preset_dir)
-        with atomic_directory(preset_dir, ".preset-", overwrite) as tmp:
+        with atomic_directory(preset_dir, ".preset-", overwrite, PRESET_LAYOUT) as tmp:
             config = keras.saving.serialize_keras_object(self.model)
             for key in ("compile_config", "build_config"):  # as keras-hub's saver
                 config.pop(key, None)

@@ -186,3 +186,35 @@ FRESH_PROCESS = textwrap.dedent(
     print(json.dumps(result))
     """
 )
+
+
+# -- files ----------------------------------------------------------------------
+
+
+def checksums(directory):
+    """`{relative path: sha256}` of every file under `directory`: a refused
+    write must leave it exactly as it was."""
+    import hashlib
+    import pathlib
+
+    root = pathlib.Path(directory)
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def fake_run_directory(path):
+    """A folder laid out like a run directory (checkpoints, backup, an
+    export, a preset, notes of the user's): what overwrite must never
+    replace. Returns `path`."""
+    import pathlib
+
+    path = pathlib.Path(path)
+    for name, text in {"config.json": "{}", "metrics.json": "{}",
+                       "checkpoints/ckpt-6.weights.h5": "weights",
+                       "backup/checkpoint": "backup", "export/1/saved_model.pb": "graph",
+                       "preset/config.json": "{}", "preset/translator.json": "{}",
+                       "notes.txt": "my notes"}.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text, encoding="utf-8")
+    return path
+

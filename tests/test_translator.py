@@ -18,7 +18,7 @@ from keras_attention import Translator
 from keras_attention.data import train_tokenizers
 from keras_attention.models import Transformer
 from keras_attention.translation import _compiled_batch_size, _pad_to_bucket, translate
-from tests.helpers import ENGLISH, SENTENCES, SPANISH
+from tests.helpers import ENGLISH, SENTENCES, SPANISH, checksums, fake_run_directory
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -83,6 +83,37 @@ def test_save_refuses_to_overwrite_unless_asked(small, tmp_path):
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".preset-")]
 
 
+def test_overwrite_replaces_only_a_preset(small, tmp_path):
+    """`save_to_preset(..., overwrite=True)` replaces a preset it wrote, never
+    a run directory, its parent or anyone's folder, and then changes no file."""
+    run = fake_run_directory(tmp_path / "runs" / "run")
+    foreign = tmp_path / "photos"
+    foreign.mkdir()
+    (foreign / "cat.jpg").write_bytes(b"\xff\xd8")
+    before = checksums(tmp_path)
+    for target in (run, tmp_path / "runs", foreign, run / "checkpoints"):
+        with pytest.raises(FileExistsError, match="is not a Translator preset directory"):
+            small.save_to_preset(str(target), overwrite=True)
+    (tmp_path / "afile").write_text("x")
+    with pytest.raises(FileExistsError, match="is a file"):
+        small.save_to_preset(str(tmp_path / "afile"), overwrite=True)
+    assert checksums(tmp_path) == {**before, "afile": checksums(tmp_path)["afile"]}
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".preset-")]
+    # The run's own preset/ is a preset: replaced, readable, with a umask's mode.
+    small.save_to_preset(str(run / "preset"), overwrite=True)
+    assert Translator.from_preset(str(run / "preset")).beam_size == small.beam_size
+    assert os.stat(run / "preset").st_mode & 0o077 == 0o077 & ~_umask()
+    assert {k: v for k, v in checksums(tmp_path).items() if not k.startswith("runs/run/preset")
+            } == {k: v for k, v in before.items() if not k.startswith("runs/run/preset")} | {
+        "afile": checksums(tmp_path)["afile"]}
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @pytest.mark.slow  # decodes and saves whole translators (out of the quick tier)
 def test_translate_api(small):
     translations = small.translate(SENTENCES)
@@ -120,6 +151,22 @@ def test_n_best_lists(small):
         row[:2] for row in n_best]
     with pytest.raises(ValueError, match="at most the beam size 2"):
         small.translate(SENTENCES, num_return_sequences=3)
+
+
+@pytest.mark.parametrize("texts", [[""], ["", " \t "], ["", "The red book.", " "]])
+def test_empty_in_empty_out(small, texts):
+    """A text with no tokens translates to "" with score 0, whatever else is
+    in the batch (all-empty batches included), also in n-best lists."""
+    translations, scores = small.translate(texts, return_scores=True)
+    for text, translation, score in zip(texts, translations, scores):
+        if not text.strip():
+            assert (translation, score) == ("", 0.0)
+        else:
+            assert score < 0  # searched
+    nbest, nbest_scores = small.translate(texts, num_return_sequences=2, return_scores=True)
+    for text, row, row_scores in zip(texts, nbest, nbest_scores):
+        if not text.strip():
+            assert (row, row_scores) == (["", ""], [0.0, 0.0])
 
 
 def test_constructor_checks(small):

@@ -179,7 +179,7 @@ class SubwordTokenizer(_Tokenizer):
 
     @classmethod
     def from_config(cls, directory, prefix, config):
-        vocab_path = os.path.join(directory, config["vocabulary_file"])
+        vocab_path = _file_inside(directory, prefix, config, "vocabulary_file")
         if not os.path.isfile(vocab_path):
             raise FileNotFoundError(f"Tokenizer file {vocab_path!r} does not exist.")
         with open(vocab_path, encoding="utf-8") as f:
@@ -219,7 +219,10 @@ class SubwordTokenizer(_Tokenizer):
         )
         learner.train_from_iterator(_python_texts(texts, lowercase, batch_size), trainer)
         by_id = sorted(learner.get_vocab().items(), key=lambda item: item[1])
-        vocabulary = [token for token, _ in by_id]
+        # Without pieces holding a NUL (a stray byte of a training line): the
+        # fast tokenizer's trie cannot hold them (a C++ abort, "zero-length
+        # key"); such a character then reads as [UNK].
+        vocabulary = [token for token, _ in by_id if "\0" not in token]
         if len(vocabulary) <= len(RESERVED_TOKENS):
             raise ValueError("Cannot learn a vocabulary: the training texts are empty.")
         logger.info("Learned a WordPiece vocabulary of %d tokens in %.1f s.", len(vocabulary),
@@ -342,7 +345,7 @@ class SentencePieceTokenizer(_Tokenizer):
 
     @classmethod
     def from_config(cls, directory, prefix, config):
-        model_path = os.path.join(directory, config["model_file"])
+        model_path = _file_inside(directory, prefix, config, "model_file")
         if not os.path.isfile(model_path):
             raise FileNotFoundError(f"Tokenizer file {model_path!r} does not exist.")
         with open(model_path, "rb") as f:
@@ -429,7 +432,10 @@ def append_token(ids, token):
     """Ragged `[B, None]` ids with `token` after each row's last id."""
     lengths = ids.row_lengths()  # [B]
     dense = ids.to_tensor()  # [B, L]
-    dense = tf.concat([dense, tf.zeros_like(dense[:, :1])], axis=1)  # [B, L + 1]
+    # (`tf.zeros`, not `zeros_like(dense[:, :1])`: when every row is empty, L
+    # is 0 and that slice is empty too; the texts then lost their [END], and
+    # an all-empty batch was translated into an invented sentence.)
+    dense = tf.concat([dense, tf.zeros([tf.shape(dense)[0], 1], dense.dtype)], axis=1)
     columns = tf.range(tf.shape(dense, out_type=lengths.dtype)[1], dtype=lengths.dtype)
     dense = tf.where(columns[None, :] == lengths[:, None], tf.constant(token, dense.dtype), dense)
     return tf.RaggedTensor.from_tensor(dense, lengths=lengths + 1)
@@ -497,8 +503,17 @@ def _read_config(directory, prefix):
     config_path = os.path.join(directory, f"{prefix}.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"Tokenizer file {config_path!r} does not exist.")
-    with open(config_path, encoding="utf-8") as f:
-        config = json.load(f)
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"{config_path} is not a valid tokenizer config ({e}).") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{config_path} is not a valid tokenizer config (a JSON object was "
+                         f"expected; found {type(config).__name__}).")
+    missing = [k for k in ("vocabulary_size", "lowercase") if k not in config]
+    if missing:
+        raise ValueError(f"{config_path} is not a valid tokenizer config: it lacks {missing}.")
     if config.get("format_version") != FORMAT_VERSION:
         raise ValueError(
             f"{config_path}: unsupported tokenizer format_version "
@@ -508,6 +523,22 @@ def _read_config(directory, prefix):
         raise ValueError(f"{config_path}: unknown tokenizer algorithm "
                          f"{config.get('algorithm')!r}; expected 'wordpiece' or 'sentencepiece'.")
     return config
+
+
+def _file_inside(directory, prefix, config, key):
+    """The path of the file `config[key]` names, which must be a plain file
+    name inside `directory`: a preset comes from a hub, and what it names
+    must never lead outside it (`../../x`, `/etc/passwd`)."""
+    name = config.get(key)
+    config_path = os.path.join(directory, f"{prefix}.json")
+    if (not isinstance(name, str) or name in ("", ".", "..") or os.path.basename(name) != name
+            or os.path.isabs(name) or (os.altsep and os.altsep in name)):
+        raise ValueError(f"{config_path}: {key} must be a file name inside {directory} (no "
+                         f"folders); received {name!r:.100}. A tokenizer reads only its own "
+                         "folder.")
+    # (A link is followed: Hugging Face's hub cache links each file of a
+    # snapshot to its blob, outside the snapshot's folder.)
+    return os.path.join(directory, name)
 
 
 def _paths(directory, prefix):

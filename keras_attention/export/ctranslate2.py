@@ -65,7 +65,7 @@ import numpy as np
 from keras import ops
 
 from keras_attention._constants import END_ID, PAD_ID, RESERVED_TOKENS, START_ID, UNK_ID
-from keras_attention._io import atomic_directory, check_replaceable
+from keras_attention._io import Layout, atomic_directory, check_replaceable
 from keras_attention._validation import check_non_negative, check_positive_int
 
 # CTranslate2's weight types (`ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES`,
@@ -274,6 +274,13 @@ def build_spec(model, source_tokenizer, target_tokenizer):
     return spec
 
 
+# What `overwrite=True` may replace: a converted model (CTranslate2's files).
+CTRANSLATE2_LAYOUT = Layout("CTranslate2 model", required=("model.bin", "config.json"), allowed=(
+    "shared_vocabulary.json", "shared_vocabulary.txt", "source_vocabulary.json",
+    "source_vocabulary.txt", "target_vocabulary.json", "target_vocabulary.txt",
+    "vocabulary.json", "vocabulary.txt"))
+
+
 def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, quantization=None,
                        overwrite=False):
     """Converts a trained `Transformer` into a CTranslate2 model directory.
@@ -290,7 +297,9 @@ def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, qu
         output_dir: the CTranslate2 model directory to write.
         quantization: None (the weights' float32) or a CTranslate2 weight
             type, e.g. `"int8"` (`QUANTIZATIONS`).
-        overwrite: replace an existing `output_dir`.
+        overwrite: replace an existing `output_dir` that is a converted model
+            (`CTRANSLATE2_LAYOUT`); a run directory or any other folder is
+            never replaced.
 
     Returns:
         `output_dir`.
@@ -299,7 +308,8 @@ def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, qu
         ValueError: an option CTranslate2 cannot represent (named in the
             message), tokenizers that do not match the model, or an
             unknown `quantization`.
-        FileExistsError: `output_dir` exists and `overwrite` is False.
+        FileExistsError: `output_dir` exists and `overwrite` is False, or it
+            is not a converted model.
 
     Example:
 
@@ -316,7 +326,8 @@ def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, qu
         raise ValueError(f"Unknown quantization={quantization!r}; CTranslate2 "
                          f"{ctranslate2.__version__} accepts {list(ACCEPTED_MODEL_TYPES)}.")
     output_dir = os.fspath(output_dir)
-    check_replaceable(output_dir, overwrite)  # before building the spec, which takes a while
+    # Before building the spec, which takes a while.
+    check_replaceable(output_dir, overwrite, CTRANSLATE2_LAYOUT)
     spec = build_spec(model, source_tokenizer, target_tokenizer)  # errors before any file
 
     class _SpecConverter(Converter):
@@ -325,7 +336,7 @@ def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, qu
         def _load(self):
             return spec
 
-    with atomic_directory(output_dir, ".ctranslate2-", overwrite) as tmp:
+    with atomic_directory(output_dir, ".ctranslate2-", overwrite, CTRANSLATE2_LAYOUT) as tmp:
         _SpecConverter().convert(tmp, quantization=quantization, force=True)
     return output_dir
 

@@ -121,6 +121,7 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
     if dtype_policy is not None:
         model = with_dtype_policy(model, dtype_policy)
     max_output_length = min(max_output_length or model.max_length, model.max_length)
+    check_positive_int("version", version, allow_none=True)  # TF Serving's 1, 2, ...
     version = next_version(export_dir) if version is None else int(version)
     path = os.path.join(export_dir, str(version))
     if os.path.exists(path):

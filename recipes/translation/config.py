@@ -285,6 +285,17 @@ def check_config(config):
                          "--validation-bleu-sentences must be > 0.")
     if config.holdout is not None and any(not 0 <= h or h != h for h in config.holdout):
         raise ValueError(f"--holdout sizes must be >= 0; received {list(config.holdout)}.")
+    if config.holdout is not None and any(h >= 1 and (h == float("inf") or h != int(h))
+                                          for h in config.holdout):
+        raise ValueError(f"--holdout sizes are fractions (below 1) or whole numbers of pairs; "
+                         f"received {list(config.holdout)}.")
+    if config.batch_tokens < config.max_length:
+        raise ValueError(f"--batch-tokens {config.batch_tokens} cannot hold one sequence of "
+                         f"--max-length {config.max_length}; give at least {config.max_length}.")
+    for name, value in (("--learning-rate-scale", config.learning_rate_scale),
+                        ("--clip-norm", config.clip_norm)):
+        if value is not None and not 0 < value < float("inf"):
+            raise ValueError(f"{name} must be a positive finite number; received {value!r}.")
     if (config.select_checkpoints == "last"
             and config.average_checkpoints > config.keep_checkpoints):
         raise ValueError(

@@ -58,7 +58,8 @@ def main(argv=None):
     parser.add_argument("--export-dir", help="TF Serving's model base path (default: "
                         "<workdir>/export); with --format ctranslate2, the model directory "
                         "(default: <workdir>/ctranslate2[-<quantization>])")
-    parser.add_argument("--version", type=int, help="version folder (default: the next number)")
+    parser.add_argument("--version", type=positive_int,
+                        help="version folder, a positive integer (default: the next number)")
     parser.add_argument("--beam-size", type=positive_int,
                         help="beam size (default: the run's; 1: greedy)")
     parser.add_argument("--length-penalty", type=float,
@@ -73,8 +74,8 @@ def main(argv=None):
                         help="CTranslate2 weight type, e.g. int8 (default: float32; "
                         "--format ctranslate2 only)")
     parser.add_argument("--overwrite", action="store_true",
-                        help="replace an existing CTranslate2 model directory "
-                        "(--format ctranslate2 only)")
+                        help="replace an existing CTranslate2 model directory (only one: "
+                        "never a run directory or another folder; --format ctranslate2 only)")
     args = parser.parse_args(argv)
     if args.format == "ctranslate2":
         given = [n for n in SAVEDMODEL_ONLY if getattr(args, n) is not None]

@@ -87,13 +87,16 @@ def _check_workdir_path(workdir):
 
 def _check_model_settings(config):
     """Raises ValueError for model settings the tokenizers or the Transformer
-    refuse, before anything is written: builds the model once with
-    vocabularies of `--vocabulary-size` (the learned ones are at most that)."""
+    refuse, before anything is written: builds the model once, with small
+    vocabularies (the learned ones, at most `--vocabulary-size`, decide the
+    real embedding sizes later: a huge `--vocabulary-size` on a small corpus
+    must not allocate a huge throw-away model here)."""
     if config.vocabulary_size <= len(RESERVED_TOKENS):
         raise ValueError(f"--vocabulary-size must exceed the {len(RESERVED_TOKENS)} reserved "
                          f"tokens {list(RESERVED_TOKENS)}; received {config.vocabulary_size}.")
     try:
-        build_model(config, config.vocabulary_size, config.vocabulary_size)
+        small = len(RESERVED_TOKENS) + 4
+        build_model(config, small, small)
     except ValueError as e:
         raise ValueError(f"The model settings (--model-preset {config.model_preset} with "
                          f"--num-layers/--d-model/--num-heads/--intermediate-dim/--dropout) "
@@ -149,6 +152,17 @@ def build_optimizer(config, d_model, precision):
 
 def _write_json(path, value):
     atomic_write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
+
+
+def _read_json(path, what):
+    """A JSON file of the run; a ValueError naming the file when it is not
+    valid JSON (e.g. truncated)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} ({what}) is not valid JSON ({e}); restore it, or delete "
+                         "it to finish the run again.") from None
 
 
 def _tokenizers(config, corpus, workdir):
@@ -258,6 +272,16 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     _check_workdir_path(workdir)
     corpus = make_corpus(config)  # bad files stop the run before it writes anything
     resumed = _check_workdir(config, workdir)
+    finished = os.path.join(workdir, "metrics.json")
+    if resumed and os.path.exists(finished):
+        # The same command again on a finished run: its record stays as it is
+        # (training again would write a 0-step record, a second export and
+        # a new preset).
+        metrics = _read_json(finished, "the run's metrics")
+        print(f"{workdir} holds a finished run ({metrics.get('steps')} steps; metrics.json): "
+              "nothing to do. Score it again with recipes/translation/evaluate.py, export it "
+              "with export.py, or train another run in a new --workdir.", flush=True)
+        return metrics
     strategy = make_strategy(config.strategy, tpu=config.tpu)
     # After the strategy: building a model starts TensorFlow's runtime, which
     # MultiWorkerMirroredStrategy must configure first.

@@ -18,6 +18,7 @@ from keras_attention.data import (
     save_tokenizers,
     train_tokenizers,
 )
+from keras_attention.data.tokenizers import append_token, prepend_token, tokenize_with_end
 from tests.helpers import ENGLISH, SPANISH
 
 
@@ -35,6 +36,26 @@ def test_trained_vocabulary(tokenizers):
     # Frequent whole words become single tokens; accents and ñ survive.
     assert "libro" in target.vocabulary and "está" in target.vocabulary
     assert "book" in source.vocabulary and "libro" not in source.vocabulary
+
+
+@pytest.mark.parametrize("texts", [[""], ["", " \t "], ["", "The red book."]])
+def test_empty_texts_get_end_alone_in_any_batch(tokenizers, texts):
+    """Empty in, empty out starts here: a text with no tokens is `[END]`
+    alone (what translate, the SavedModel and CTranslate2 turn into ""),
+    also when every text of the batch is empty (the padded batch then has
+    no column before [END]: it once lost the [END], and an all-empty
+    request was translated into an invented sentence)."""
+    source, _ = tokenizers
+    for run in (lambda t: tokenize_with_end(source, t, 16),
+                tf.function(lambda t: tokenize_with_end(source, t, 16))):
+        rows = run(tf.constant(texts)).to_list()
+        assert [row for row, text in zip(rows, texts) if not text.strip()] == [
+            [END_ID]] * sum(not t.strip() for t in texts)
+        assert all(row[-1] == END_ID for row in rows)
+    assert append_token(tf.ragged.constant([[], []], tf.int32), END_ID).to_list() == [
+        [END_ID], [END_ID]]
+    assert prepend_token(tf.ragged.constant([[], []], tf.int32), START_ID).to_list() == [
+        [START_ID], [START_ID]]
 
 
 @pytest.mark.parametrize("side", [0, 1])
@@ -121,6 +142,48 @@ def test_load_errors(tmp_path, tokenizers):
     vocab.write_text("".join(t + "\n" for t in tokenizers[0].vocabulary[:-3]), encoding="utf-8")
     with pytest.raises(ValueError, match="source.vocab.txt has"):
         load_tokenizers(tmp_path)
+
+
+@pytest.mark.parametrize("name", ["../../secret.txt", "/etc/passwd", "sub/source.vocab.txt",
+                                  "..", "", 7])
+def test_a_config_never_names_a_file_outside_its_folder(tmp_path, tokenizers, name):
+    """A preset comes from a hub: `vocabulary_file` is a file name inside the
+    tokenizer's folder, or the load is refused before anything is opened (the
+    error neither reads nor describes the file named)."""
+    import json
+
+    folder = tmp_path / "preset" / "tokenizer"
+    save_tokenizers(folder, *tokenizers)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("a\nb\n", encoding="utf-8")
+    config = json.loads((folder / "source.json").read_text())
+    (folder / "source.json").write_text(json.dumps({**config, "vocabulary_file": name}))
+    with pytest.raises(ValueError, match="vocabulary_file must be a file name inside") as e:
+        load_tokenizers(folder)
+    assert "tokens but" not in str(e.value) and "has 2" not in str(e.value)
+
+
+@pytest.mark.parametrize("text, match", [
+    ('{"format_version": 1, "algorithm": "wordp', "source.json is not a valid tokenizer config"),
+    ("[1, 2]", "a JSON object was expected"),
+    ('{"format_version": 1, "algorithm": "wordpiece", "vocabulary_file": "source.vocab.txt"}',
+     r"lacks \['vocabulary_size', 'lowercase'\]"),
+])
+def test_corrupt_configs_are_named(tmp_path, tokenizers, text, match):
+    save_tokenizers(tmp_path, *tokenizers)
+    (tmp_path / "source.json").write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=match):
+        load_tokenizers(tmp_path)
+
+
+def test_a_nul_byte_in_the_training_text_is_survived():
+    """One NUL in a training line (a damaged file): the vocabulary is learned
+    and tokenizes, NUL included, instead of aborting in TF Text's trie."""
+    texts = [s.replace("book", "bo\0ok") if i == 0 else s for i, s in enumerate(ENGLISH)]
+    tokenizer = SubwordTokenizer.train(tf.data.Dataset.from_tensor_slices(texts * 3), 120)
+    assert not [t for t in tokenizer.vocabulary if "\0" in t]
+    ids = tokenizer.tokenize(tf.constant([texts[0], "The red book."])).to_list()
+    assert len(ids[0]) > 0 and UNK_ID not in ids[1]
 
 
 def test_shared_and_separate(sentence_pairs):

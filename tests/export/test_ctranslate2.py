@@ -24,7 +24,12 @@ ctranslate2 = pytest.importorskip(
 
 from keras_attention.export import export_ctranslate2, translate_with_ctranslate2  # noqa: E402
 from keras_attention.export.ctranslate2 import SEARCH_OPTIONS, build_spec  # noqa: E402
-from tests.helpers import run_benchmark, run_main  # noqa: E402
+from tests.helpers import (  # noqa: E402
+    checksums,
+    fake_run_directory,
+    run_benchmark,
+    run_main,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOLERANCE = 1e-4  # float32 log-probabilities
@@ -194,6 +199,19 @@ def test_translator_method_and_overwrite(tokenizer, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["ct2"]  # no temporary folder left
 
 
+def test_overwrite_replaces_only_a_converted_model(tokenizer, tmp_path):
+    """overwrite=True never replaces a run directory, its parent or another
+    folder (`export.py --export-dir RUN --overwrite` once deleted the run)."""
+    run = fake_run_directory(tmp_path / "runs" / "run")
+    before = checksums(tmp_path)
+    translator = Translator(tiny(), tokenizer, tokenizer)
+    for target in (run, tmp_path / "runs", run / "export"):
+        with pytest.raises(FileExistsError, match="is not a CTranslate2 model directory"):
+            translator.export_ctranslate2(str(target), overwrite=True)
+    assert checksums(tmp_path) == before
+    assert sorted(os.listdir(tmp_path)) == ["runs"]  # no temporary folder left
+
+
 # -- clear errors ---------------------------------------------------------------------
 
 
@@ -298,6 +316,13 @@ def test_tiny_run_through_the_recipe_and_the_helper(tiny_run, tmp_path, capsys):
 
     code, _, err = run_main(export.main, command[2:], capsys)  # again: refused, in-process
     assert code == 2 and "pass overwrite=True" in err
+    # --export-dir the run itself, with --overwrite: refused, every file of
+    # the run unchanged (it used to delete the whole run).
+    before = checksums(workdir)
+    code, _, err = run_main(export.main, ["--workdir", str(workdir), "--format", "ctranslate2",
+                                          "--export-dir", str(workdir), "--overwrite"], capsys)
+    assert code == 2 and "is not a CTranslate2 model directory" in err, err[-2000:]
+    assert checksums(workdir) == before
 
     _, translator = load_translator(str(workdir))
     pairs = make_corpus(config).load("test").as_numpy_iterator()

@@ -63,6 +63,20 @@ def test_signature_equals_python_side_translation(exported, run):
     np.testing.assert_allclose(outputs["score"].numpy(), expected_scores, rtol=1e-4, atol=1e-4)
 
 
+def test_an_all_empty_request_gives_empty_translations(exported, run):
+    """One empty sentence per request (a client translating line by line):
+    "" with score 0, as beside a real sentence, never an invented one."""
+    serving = tf.saved_model.load(exported).signatures["serving_default"]
+    for texts in ([""], ["  "], ["", " \t "], ["", SENTENCES[0]]):
+        outputs = serving(text=tf.constant(texts))
+        translations = [t.decode() for t in outputs["translation"].numpy()]
+        for text, translation, score in zip(texts, translations, outputs["score"].numpy()):
+            if not text.strip():
+                assert (translation, float(score)) == ("", 0.0), texts
+            else:
+                assert score < 0, texts  # searched
+
+
 def test_sources_are_tokenized_truncated_and_ended_by_one_function(run):
     """`tokenize_with_end` (the export's, `translate`'s and the attention
     maps' first step) in a graph: ids cut to max_length - 1, then [END]."""

@@ -25,7 +25,7 @@ from recipes.translation.config import (
     config_from_args,
 )
 from recipes.translation.train_lib import _check_workdir, evaluate_run, train_and_evaluate
-from tests.helpers import FRESH_PROCESS, TINY, free_ports, run_main, tiny_config
+from tests.helpers import FRESH_PROCESS, TINY, checksums, free_ports, run_main, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(ROOT, "recipes", "translation", "train.py")
@@ -118,6 +118,14 @@ def test_choices_agree_with_the_library():
         ({"early_stopping_patience": 0}, "--early-stopping-patience must be a positive"),
         ({"early_stopping_patience": 2, "validation_bleu_sentences": 0}, "needs validation BLEU"),
         ({"holdout": (-0.1, 0.1)}, "--holdout sizes must be >= 0"),
+        ({"holdout": (float("inf"), 0.0)}, r"--holdout sizes are fractions \(below 1\) or whole"),
+        ({"holdout": (1.5, 0.0)}, "--holdout sizes are fractions"),
+        ({"holdout": (float("nan"), 0.0)}, "--holdout sizes must be >= 0"),
+        ({"batch_tokens": 10}, "--batch-tokens 10 cannot hold one sequence of --max-length"),
+        ({"learning_rate_scale": float("nan")}, "--learning-rate-scale must be a positive"),
+        ({"learning_rate_scale": 0.0}, "--learning-rate-scale must be a positive"),
+        ({"clip_norm": -1.0}, "--clip-norm must be a positive finite number"),
+        ({"clip_norm": 0.0}, "--clip-norm must be a positive finite number"),
         ({"max_eval_sentences": -5}, "--max-eval-sentences must be a positive integer"),
         ({"max_eval_sentences": 0}, "--max-eval-sentences must be a positive integer"),
     ],
@@ -282,6 +290,20 @@ def test_another_config_in_the_same_workdir_is_refused(tiny_run):
     assert snapshot(workdir) == before
 
 
+def test_a_finished_runs_command_again_changes_nothing(tiny_run, capsys):
+    """The exact command of a finished run, again: it says so and returns the
+    record; no file of the run changes (it once rewrote metrics.json with a
+    0-step record, added export/2 and replaced preset/)."""
+    config, workdir, _ = tiny_run
+    before = checksums(workdir)
+    capsys.readouterr()
+    again = train_and_evaluate(config, str(workdir), verbose=0)
+    assert again == json.loads((workdir / "metrics.json").read_text())
+    assert again["steps"] == 12 and again["train_loss"] is not None
+    assert f"{workdir} holds a finished run (12 steps" in capsys.readouterr().out
+    assert checksums(workdir) == before
+
+
 def test_a_run_resumes_with_xla_on_or_off(tiny_run):
     """--jit-compile changes the speed, not the run: a run written with
     either value (or with the old default, False) resumes with any."""
@@ -344,6 +366,7 @@ def test_own_tsv_holdout_sentencepiece_and_time_budget(tmp_path, text_files):
          "num_heads=3, d_model=128"),
         ({"vocabulary_size": 3}, "--vocabulary-size must exceed the 4 reserved tokens"),
         ({"dropout": 1.5}, "received rate=1.5"),
+        ({"batch_tokens": 10}, "--batch-tokens 10 cannot hold one sequence"),
     ],
 )
 def test_bad_model_settings_stop_before_anything_is_written(tmp_path, text_files, overrides,
@@ -396,6 +419,20 @@ def test_all_pairs_over_max_length_stop_at_once(tmp_path, text_files, capsys):
     assert "all 200 were dropped" in err and "--max-length 16" in err
     assert "Traceback" not in err
     assert not (tmp_path / "run").exists()
+
+
+def test_the_settings_check_builds_a_small_model(text_files, monkeypatch):
+    """`--vocabulary-size 10000000` on a small corpus: the settings check
+    builds its throw-away model with small vocabularies (it once built one
+    of the requested size: 8 GB with d_model 32, out of memory with more)."""
+    from recipes.translation import train_lib
+
+    sizes = []
+    real = train_lib.build_model
+    monkeypatch.setattr(train_lib, "build_model", lambda config, s, t: (
+        sizes.append((s, t)), real(config, s, t))[1])
+    train_lib._check_model_settings(tiny_config(text_files, vocabulary_size=10_000_000))
+    assert sizes and max(max(pair) for pair in sizes) <= 16
 
 
 def test_bad_files_stop_before_anything_is_written(tmp_path, text_files):
