@@ -25,6 +25,8 @@ from keras_attention.playground.analysis import (
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 MAX_BODY_BYTES = 64 * 1024
 EXAMPLE = "The red book is on the table."
+# Seconds a connection may stay silent before the server closes it.
+CONNECTION_TIMEOUT = 30
 _CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
                   ".js": "text/javascript; charset=utf-8", ".png": "image/png",
                   ".svg": "image/svg+xml", ".ico": "image/x-icon"}
@@ -49,6 +51,9 @@ class PlaygroundServer:
         port: the TCP port; 0 picks a free one (see `url`).
         example: the sentence the page starts with.
         log: a function given one line per API request (None: quiet).
+        timeout: seconds a connection may stay silent (headers or body
+            half sent, an idle keep-alive) before the server closes it: a
+            slow or stalled client never holds a thread for long.
 
     Example:
 
@@ -59,7 +64,8 @@ class PlaygroundServer:
     >>> server.shutdown()
     """
 
-    def __init__(self, translator, host="127.0.0.1", port=8000, example=EXAMPLE, log=None):
+    def __init__(self, translator, host="127.0.0.1", port=8000, example=EXAMPLE, log=None,
+                 timeout=CONNECTION_TIMEOUT):
         self.translator = translator
         self.info = {"model": model_info(translator.model), "beam_size": translator.beam_size,
                      "max_beam_size": MAX_BEAM_SIZE, "max_text_length": MAX_TEXT_LENGTH,
@@ -70,6 +76,11 @@ class PlaygroundServer:
         # can name another file.
         self._assets = {name: os.path.join(STATIC_DIR, name) for name in os.listdir(STATIC_DIR)
                         if os.path.isfile(os.path.join(STATIC_DIR, name))}
+        if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
+                and 0 < timeout < float("inf")):
+            raise ValueError(f"`timeout` must be a positive number of seconds; received "
+                             f"{timeout!r}.")
+        self.timeout = timeout
         self._httpd = _HTTPServer((host, port), _handler(self))
         self._thread = None
 
@@ -146,6 +157,9 @@ class PlaygroundServer:
 
 class _HTTPServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default backlog is 5: a burst of 20 requests (a class
+    # opening the page at once) had connections reset.
+    request_queue_size = 128
 
     def handle_error(self, request, client_address):
         # A browser closing a connection early is not worth a traceback.
@@ -157,12 +171,22 @@ def _handler(playground):
     class Handler(http.server.BaseHTTPRequestHandler):
         server_version = "keras_attention-playground"
         protocol_version = "HTTP/1.1"
+        timeout = playground.timeout  # on every connection's socket
+
+        def handle_one_request(self):
+            try:
+                super().handle_one_request()
+            except TimeoutError:  # stalled mid-body (the request line is http.server's)
+                self.close_connection = True
 
         def do_GET(self):  # noqa: N802 (http.server's name)
             path = self.path.split("?", 1)[0]
             try:
                 if path == "/api/info":
                     self._send_json(200, playground.info)
+                elif path == "/api/translate":
+                    raise RequestError(405, "GET is not supported by /api/translate: POST a "
+                                       'JSON body such as {"text": "..."}.')
                 elif path.startswith("/api/"):
                     raise RequestError(404, f"No API endpoint {path!r}; there are GET /api/info "
                                        "and POST /api/translate.")
@@ -226,7 +250,16 @@ def _handler(playground):
                 self.close_connection = True  # its body is not read
                 raise RequestError(413, f"The request body has {length} bytes; at most "
                                    f"{MAX_BODY_BYTES} are accepted.")
-            body = self.rfile.read(int(length))
+            try:
+                body = self.rfile.read(int(length))
+            except TimeoutError:
+                self.close_connection = True
+                raise RequestError(408, f"The request body did not arrive within "
+                                   f"{playground.timeout:g} s.") from None
+            if len(body) < int(length):  # the client closed its side early
+                self.close_connection = True
+                raise RequestError(400, f"The request body ended after {len(body)} of the "
+                                   f"{length} bytes its Content-Length announced.")
             try:
                 return json.loads(body.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import urllib.parse
 
 import numpy as np
@@ -220,6 +221,7 @@ def test_the_server_keeps_serving_after_bad_requests(playground_url):
     ("GET", "/static/", 404),
     ("GET", "/server.py", 404),
     ("GET", "/api/nothing", 404),
+    ("GET", "/api/translate", 405),
     ("POST", "/", 405),
     ("POST", "/api/info", 404),
     ("PUT", "/api/translate", 405),
@@ -230,6 +232,75 @@ def test_only_its_own_files_and_endpoints(playground_url, method, path, status):
     assert got == status
     assert "error" in json.loads(body)
     assert b"import" not in body and b"root:" not in body
+
+
+def _raw(url, data, shut_write=False, timeout=20):
+    """Sends `data` on a raw socket; returns what the server sent back until
+    it closed the connection (b"" if it closed without answering)."""
+    import socket
+
+    parts = urllib.parse.urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=timeout) as sock:
+        sock.sendall(data)
+        if shut_write:
+            sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+
+
+def test_a_body_shorter_than_its_content_length_is_refused(playground_url):
+    """The client announces 100 bytes, sends a complete JSON of 16 and closes
+    its side: refused (it was translated), and the server keeps serving."""
+    body = b'{"text": "Hi."} '
+    answer = _raw(playground_url, b"POST /api/translate HTTP/1.1\r\nHost: x\r\n"
+                  b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n" + body,
+                  shut_write=True)
+    assert answer.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert b"ended after 16 of the 100 bytes" in answer
+    assert translate(playground_url, text="Hi.", beam_size=1)[0] == 200
+
+
+def test_stalled_clients_are_dropped_and_a_burst_is_queued(playground_translator):
+    """Half-sent requests do not pin the server's threads: after `timeout`
+    seconds of silence it closes them (a 408 when the body stalls), and a
+    burst of connections is queued, not reset (loopback, a short timeout)."""
+    import socket
+    import threading
+
+    from keras_attention.playground import PlaygroundServer
+
+    with pytest.raises(ValueError, match="`timeout` must be a positive number"):
+        PlaygroundServer(playground_translator, port=0, timeout=0)
+    with PlaygroundServer(playground_translator, port=0, timeout=1) as server:
+        start = time.perf_counter()
+        headers_only = _raw(server.url, b"POST /api/translate HTTP/1.1\r\nHost: x\r\n")
+        body_stalled = _raw(server.url, b"POST /api/translate HTTP/1.1\r\nHost: x\r\n"
+                            b"Content-Type: application/json\r\nContent-Length: 50\r\n\r\n{")
+        assert time.perf_counter() - start < 15
+        assert headers_only == b""  # closed without an answer
+        assert body_stalled.startswith(b"HTTP/1.1 408"), body_stalled[:200]
+        # 30 silent connections at once, then real requests: all answered.
+        parts = urllib.parse.urlsplit(server.url)
+        idle = [socket.create_connection((parts.hostname, parts.port), timeout=10)
+                for _ in range(30)]
+        statuses = []
+
+        def info():
+            statuses.append(request(server.url, "GET", "/api/info")[0])
+
+        threads = [threading.Thread(target=info) for _ in range(20)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        for sock in idle:
+            sock.close()
+        assert statuses == [200] * 20
+    assert server._httpd.request_queue_size >= 64
 
 
 def test_the_page_and_its_assets(playground_url):
