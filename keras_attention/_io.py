@@ -1,9 +1,20 @@
 """File writing shared by the package and the recipes."""
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
+
+
+def read_json(path, what="a JSON file"):
+    """The JSON value in `path`; a ValueError naming the file (and `what`
+    it is) when it is not valid JSON, e.g. truncated by a full disk."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"{path} ({what}) is not valid JSON: {e}.") from None
 
 
 def atomic_write_text(path, text):
@@ -42,8 +53,9 @@ def check_replaceable(directory, overwrite=False, layout=None):
     if not os.path.exists(directory):
         return
     if not os.path.isdir(directory):
-        raise FileExistsError(f"{directory} exists and is a file, not a {_kind(layout)} "
-                              "directory; choose another path.")
+        kind = layout.kind if layout is not None else "target"
+        raise FileExistsError(f"{directory} exists and is a file, not a {kind} directory; "
+                              "choose another path.")
     if not os.listdir(directory):
         return
     if not overwrite:
@@ -56,10 +68,6 @@ def check_replaceable(directory, overwrite=False, layout=None):
                 f"{directory} is not a {layout.kind} directory ({shown}); overwrite=True "
                 f"replaces only a {layout.kind} this package wrote, never a run directory "
                 "or another folder. Choose a new or empty path.")
-
-
-def _kind(layout):
-    return layout.kind if layout is not None else "target"
 
 
 @contextlib.contextmanager

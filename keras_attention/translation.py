@@ -17,7 +17,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_attention._io import Layout, atomic_directory, atomic_write_text
+from keras_attention._io import Layout, atomic_directory, atomic_write_text, read_json
 from keras_attention._validation import check_non_negative, check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import (
@@ -509,11 +509,6 @@ def _write_json(path, value):
     atomic_write_text(path, json.dumps(value, indent=2) + "\n")
 
 
-def _read_json(path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
-
-
 def _missing(directory, kind, names):
     """Raises FileNotFoundError when `directory` lacks any of `names`."""
     absent = [n for n in names if not os.path.exists(os.path.join(directory, n))]
@@ -529,7 +524,7 @@ def _from_local_directory(cls, directory):
         directory = extra
     if os.path.isfile(os.path.join(directory, "export.json")):
         _missing(directory, "an exported SavedModel's assets.extra/", ("model.keras", "vocab"))
-        settings = _read_json(os.path.join(directory, "export.json"))
+        settings = read_json(os.path.join(directory, "export.json"))
         model = keras.saving.load_model(os.path.join(directory, "model.keras"))
         max_output_length = settings.get("max_output_length")  # the export resolved None
         return cls(model, *load_tokenizers(os.path.join(directory, "vocab")),
@@ -543,7 +538,7 @@ def _from_local_directory(cls, directory):
             f"{directory} has no {CONFIG_FILE}: it is neither a preset directory "
             f"({CONFIG_FILE}, {MODEL_WEIGHTS_FILE}, {TOKENIZER_DIR}/), a run directory "
             "(config.json, model.keras, vocab/) nor an export (assets.extra/export.json).")
-    config = _read_json(config_path)
+    config = read_json(config_path)
     if "class_name" in config:  # a preset: a serialized model
         _missing(directory, "a preset directory", (MODEL_WEIGHTS_FILE, TOKENIZER_DIR))
         return _from_preset_files(cls, lambda name: os.path.join(directory, name))
@@ -551,7 +546,7 @@ def _from_local_directory(cls, directory):
     metadata = {"training_config": config}
     metrics_path = os.path.join(directory, "metrics.json")
     if os.path.isfile(metrics_path):
-        metrics = _read_json(metrics_path)
+        metrics = read_json(metrics_path)
         metadata.update({k: metrics[k] for k in _RUN_METRICS if k in metrics})
     return cls(keras.saving.load_model(os.path.join(directory, "model.keras")),
                *load_tokenizers(os.path.join(directory, "vocab")),
@@ -561,19 +556,19 @@ def _from_local_directory(cls, directory):
 
 def _from_preset_files(cls, get_file):
     """A translator from a preset's files; `get_file(name)` -> a local path."""
-    config = _read_json(get_file(CONFIG_FILE))
+    config = read_json(get_file(CONFIG_FILE))
     model = keras.saving.deserialize_keras_object(config)
     model.load_weights(get_file(MODEL_WEIGHTS_FILE))
     tokenizers = []
     for prefix in ("source", "target"):
         config_path = get_file(f"{TOKENIZER_DIR}/{prefix}.json")
-        tokenizer_config = _read_json(config_path)
+        tokenizer_config = read_json(config_path)
         for key in ("vocabulary_file", "model_file"):
             if key in tokenizer_config:
                 get_file(f"{TOKENIZER_DIR}/{tokenizer_config[key]}")  # downloads it
         tokenizers.append(load_tokenizer(os.path.dirname(config_path), prefix))
-    settings = _read_json(get_file(TRANSLATOR_FILE))["config"]
-    metadata = _read_json(get_file(METADATA_FILE))
+    settings = read_json(get_file(TRANSLATOR_FILE))["config"]
+    metadata = read_json(get_file(METADATA_FILE))
     return cls(model, *tokenizers, **settings, metadata=metadata)
 
 

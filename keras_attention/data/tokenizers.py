@@ -33,7 +33,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_attention._constants import END_ID, PAD_ID, RESERVED_TOKENS, START_ID, UNK_ID
-from keras_attention._io import atomic_write_text
+from keras_attention._io import atomic_write_text, read_json
 from keras_attention._validation import check_positive_int
 
 logger = logging.getLogger("keras_attention")
@@ -503,11 +503,7 @@ def _read_config(directory, prefix):
     config_path = os.path.join(directory, f"{prefix}.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"Tokenizer file {config_path!r} does not exist.")
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            config = json.load(f)
-    except (ValueError, UnicodeDecodeError) as e:  # json.JSONDecodeError is a ValueError
-        raise ValueError(f"{config_path} is not a valid tokenizer config ({e}).") from None
+    config = read_json(config_path, "a tokenizer config")
     if not isinstance(config, dict):
         raise ValueError(f"{config_path} is not a valid tokenizer config (a JSON object was "
                          f"expected; found {type(config).__name__}).")

@@ -13,7 +13,7 @@ import time
 
 import keras
 
-from keras_attention._io import atomic_write_text
+from keras_attention._io import atomic_write_text, read_json
 from keras_attention._validation import check_positive_int
 
 
@@ -108,8 +108,7 @@ class BestCheckpoints(keras.callbacks.Callback):
     def _read_scores(self):
         if not os.path.isfile(self._scores_path):
             return []
-        with open(self._scores_path, encoding="utf-8") as f:
-            return json.load(f)
+        return read_json(self._scores_path, "the best checkpoints' validation scores")
 
     def _path(self, step):
         return os.path.join(self.directory, f"ckpt-{step}.weights.h5")

@@ -23,7 +23,7 @@ import time
 
 import keras
 
-from keras_attention._io import atomic_write_text
+from keras_attention._io import atomic_write_text, read_json
 from keras_attention.data import (
     RESERVED_TOKENS,
     TextFilesCorpus,
@@ -154,17 +154,6 @@ def _write_json(path, value):
     atomic_write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
-def _read_json(path, what):
-    """A JSON file of the run; a ValueError naming the file when it is not
-    valid JSON (e.g. truncated)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ValueError(f"{path} ({what}) is not valid JSON ({e}); restore it, or delete "
-                         "it to finish the run again.") from None
-
-
 def _tokenizers(config, corpus, workdir):
     """`(source, target, learned)`: the run's saved tokenizers, or new ones
     learned from the training split (`learned`; saved by the caller)."""
@@ -277,7 +266,7 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
         # The same command again on a finished run: its record stays as it is
         # (training again would write a 0-step record, a second export and
         # a new preset).
-        metrics = _read_json(finished, "the run's metrics")
+        metrics = read_json(finished, "the finished run's metrics")
         print(f"{workdir} holds a finished run ({metrics.get('steps')} steps; metrics.json): "
               "nothing to do. Score it again with recipes/translation/evaluate.py, export it "
               "with export.py, or train another run in a new --workdir.", flush=True)

@@ -164,7 +164,8 @@ def test_a_config_never_names_a_file_outside_its_folder(tmp_path, tokenizers, na
 
 
 @pytest.mark.parametrize("text, match", [
-    ('{"format_version": 1, "algorithm": "wordp', "source.json is not a valid tokenizer config"),
+    ('{"format_version": 1, "algorithm": "wordp',
+     r"source.json \(a tokenizer config\) is not valid JSON"),
     ("[1, 2]", "a JSON object was expected"),
     ('{"format_version": 1, "algorithm": "wordpiece", "vocabulary_file": "source.vocab.txt"}',
      r"lacks \['vocabulary_size', 'lowercase'\]"),
