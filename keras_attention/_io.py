@@ -1,10 +1,14 @@
 """File writing shared by the package and the recipes."""
 
 import contextlib
+import errno
 import json
 import os
 import shutil
 import tempfile
+
+# What a write that fails for lack of room or a lost disk raises.
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS})
 
 
 def read_json(path, what="a JSON file"):
@@ -17,13 +21,71 @@ def read_json(path, what="a JSON file"):
         raise ValueError(f"{path} ({what}) is not valid JSON: {e}.") from None
 
 
+def load_weights_checked(model, path, what="checkpoint"):
+    """`model.load_weights(path)` with a clear error naming `path` (and
+    `what` it is) for a missing, truncated or mismatched weights file."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"The {what} {path!r} does not exist.")
+    try:
+        model.load_weights(path)
+    except Exception as e:  # h5py, Keras and OS errors all mean "cannot read it"
+        raise ValueError(f"Cannot read the {what} {path!r} (truncated, or saved from "
+                         f"another model?): {e}") from None
+
+
+def save_weights_atomic(model, path, what="checkpoint"):
+    """`model.save_weights(path)` through a hidden temporary file in the same
+    folder, renamed into place: never a half-written file under `path`, and a
+    failed write (a full disk) leaves nothing behind and raises an OSError
+    naming `path`."""
+    folder, name = os.path.split(path)
+    tmp = os.path.join(folder, f".tmp-{name}")  # still *.weights.h5, as Keras requires
+    # h5py cannot fail cleanly on a full disk: its writes fail inside object
+    # destructors and the process then crashes (exit 139). So the room is
+    # checked first: the weights' bytes, plus a margin for HDF5's metadata.
+    needed = int(1.25 * sum(_nbytes(w) for w in model.weights)) + (1 << 20)
+    free = shutil.disk_usage(folder or ".").free
+    if free < needed:
+        raise OSError(errno.ENOSPC, f"Could not write the {what} {path}: it needs about "
+                      f"{needed / 2**20:.1f} MiB and {free / 2**20:.1f} MiB are free there. "
+                      "Free some space and run the same command again.")
+    try:
+        model.save_weights(tmp)
+        os.replace(tmp, path)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        if isinstance(e, OSError):
+            raise OSError(e.errno, f"Could not write the {what} {path}: "
+                          f"{e.strerror or e}") from None
+        raise
+
+
+def _nbytes(variable):
+    size = 1
+    for dim in variable.shape:
+        size *= int(dim)
+    return size * _ITEMSIZE.get(str(getattr(variable, "dtype", "float32")), 4)
+
+
+_ITEMSIZE = {"float64": 8, "int64": 8, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1,
+             "bool": 1}
+
+
 def atomic_write_text(path, text):
     """Writes `text` (UTF-8) to a temporary file, then renames it to `path`:
     readers, and a run killed mid-write, never see half a file."""
     tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        if isinstance(e, OSError):  # e.g. a full disk: the old file is still whole
+            raise OSError(e.errno, f"Could not write {path}: {e.strerror or e}") from None
+        raise
 
 
 class Layout:
@@ -70,28 +132,77 @@ def check_replaceable(directory, overwrite=False, layout=None):
                 "or another folder. Choose a new or empty path.")
 
 
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
+def recover_leftovers(directory, prefix):
+    """Cleans up after an `atomic_directory` of `directory` whose process was
+    killed (kill -9, a power cut): its temporary folders next to `directory`
+    (`<prefix><name>.<pid>.new-*`, `...old-*`) whose process is gone are
+    removed, except that an old folder is renamed back to `directory` when
+    the kill came between the two renames (`directory` missing). Folders of
+    a live process are left alone. Returns the paths removed or restored."""
+    directory = os.path.abspath(os.fspath(directory))
+    parent, name = os.path.split(directory)
+    stem = f"{prefix}{name}."
+    if not os.path.isdir(parent):
+        return []
+    done = []
+    for entry in sorted(os.listdir(parent)):
+        if not entry.startswith(stem):
+            continue
+        pid, _, kind = entry[len(stem):].partition(".")
+        if not pid.isdigit() or not kind.startswith(("new-", "old-")) or _pid_alive(int(pid)):
+            continue
+        path = os.path.join(parent, entry)
+        if kind.startswith("old-") and not os.path.lexists(directory):
+            os.replace(path, directory)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+        done.append(path)
+    return done
+
+
 @contextlib.contextmanager
 def atomic_directory(directory, prefix, overwrite=False, layout=None):
-    """Yields a temporary folder (named `prefix`...) next to `directory` to
-    write into; when the block ends it becomes `directory` (replacing an
-    existing one), and when the block raises it is removed: the directory
-    appears complete or not at all. An existing non-empty `directory` (or a
-    file there) raises FileExistsError first, unless `overwrite` and (given a
-    `layout`) it is of that layout (`check_replaceable`)."""
+    """Yields a temporary folder (`<prefix><name>.<pid>.new-*`) next to
+    `directory` to write into; when the block ends it becomes `directory`
+    (replacing an existing one), and when the block raises it is removed:
+    the directory appears complete or not at all. An existing non-empty
+    `directory` (or a file there) raises FileExistsError first, unless
+    `overwrite` and (given a `layout`) it is of that layout
+    (`check_replaceable`). What a killed earlier call left behind is cleaned
+    up first (`recover_leftovers`)."""
     directory = os.fspath(directory)
+    recover_leftovers(directory, prefix)
     check_replaceable(directory, overwrite, layout)
-    parent = os.path.dirname(os.path.abspath(directory))
+    parent, name = os.path.split(os.path.abspath(directory))
     os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    stem = f"{prefix}{name}.{os.getpid()}."
+    tmp = tempfile.mkdtemp(prefix=stem + "new-", dir=parent)
     try:
-        yield tmp
+        try:
+            yield tmp
+        except OSError as e:
+            if e.errno not in WRITE_ERRNOS:
+                raise
+            raise OSError(e.errno, f"Could not write {directory}: {e.strerror or e}; nothing "
+                          "was left there.") from None
         # Checked again: the folder may have changed while `tmp` was written.
         check_replaceable(directory, overwrite, layout)
         if os.path.isdir(directory):
             # Renamed aside first, then removed: `directory` is never half
-            # deleted (a kill leaves the old one whole, at worst renamed
-            # `<prefix>old-*` next to it, or the new one).
-            old = tempfile.mkdtemp(prefix=prefix + "old-", dir=parent)
+            # deleted (a kill between the two renames leaves the old one
+            # whole as `<prefix><name>.<pid>.old-*`, which the next call
+            # renames back).
+            old = tempfile.mkdtemp(prefix=stem + "old-", dir=parent)
             os.rmdir(old)
             os.replace(directory, old)
             os.replace(tmp, directory)

@@ -8,7 +8,9 @@ the exported SavedModel runs too), decodes with `keras_attention.decoding.search
 the searches' own: log P(Y|X) / lp(Y) with the GNMT length penalty.
 """
 
+import inspect
 import json
+import logging
 import os
 import time
 import weakref
@@ -17,12 +19,21 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_attention._io import Layout, atomic_directory, atomic_write_text, read_json
+from keras_attention._io import (
+    Layout,
+    atomic_directory,
+    atomic_write_text,
+    load_weights_checked,
+    read_json,
+    recover_leftovers,
+    save_weights_atomic,
+)
 from keras_attention._validation import check_non_negative, check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import (
     END_ID,
     START_ID,
+    _file_inside,
     load_tokenizer,
     load_tokenizers,
     save_tokenizers,
@@ -31,6 +42,8 @@ from keras_attention.data.tokenizers import (
 from keras_attention.decoding import search
 from keras_attention.decoding._loop import check_early_stopping
 from keras_attention.layers import xla_ops_allowed
+
+logger = logging.getLogger("keras_attention")
 
 
 def _pad_to_bucket(rows, boundaries, batch_size=None):
@@ -185,6 +198,7 @@ TOKENIZER_DIR = "tokenizer"  # source.json, source.vocab.txt (or .model), target
 # What `save_to_preset(..., overwrite=True)` may replace: a preset it wrote.
 PRESET_LAYOUT = Layout("Translator preset", required=(CONFIG_FILE, TRANSLATOR_FILE),
                        allowed=(MODEL_WEIGHTS_FILE, METADATA_FILE, TOKENIZER_DIR))
+PRESET_TEMP_PREFIX = ".preset-"  # its temporary folders, next to it
 REMOTE_SCHEMES = ("kaggle", "hf")  # resolved by keras-hub's `get_file`
 _RUN_METRICS = ("bleu", "sacrebleu_signature", "chrf", "chrf_signature", "eval_split",
                 "eval_sentences", "exact_match", "steps", "validation_bleu")
@@ -332,20 +346,16 @@ class Translator:
         """`(source, target)` string pairs -> batches the model trains on:
         `({"encoder_tokens", "decoder_tokens"}, labels)`, tokenized in the
         graph by the translator's own tokenizers (`make_batches`; pairs longer
-        than the model's `max_length` are truncated, none is dropped).
+        than the model's `max_length` are truncated).
 
         `pairs`: a `tf.data.Dataset` of scalar `(source, target)` strings, or a
-        list of `(source, target)` str tuples.
+        list of `(source, target)` str tuples. Pairs with a blank side are
+        skipped, as the recipe skips them in its files (a list's are counted
+        in a warning; all of them blank is an error).
         """
         from keras_attention.data import make_batches
 
-        if not isinstance(pairs, tf.data.Dataset):
-            pairs = list(pairs)
-            if not pairs or any(not isinstance(p, (tuple, list)) or len(p) != 2
-                                or not all(isinstance(t, str) for t in p) for p in pairs):
-                raise ValueError("`pairs` must be a tf.data.Dataset of (source, target) strings "
-                                 "or a non-empty list of (source, target) str tuples.")
-            pairs = tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*pairs))))
+        pairs = _as_pairs(pairs)
         if shuffle:
             pairs = pairs.shuffle(100_000, seed=seed, reshuffle_each_iteration=True)
         # training=False keeps each bucket's last partial batch: a handful of
@@ -358,6 +368,9 @@ class Translator:
         # length (an unknown one ends the first epoch with its "Your input
         # ran out of data" warning).
         count = int(batches.reduce(np.int64(0), lambda n, _: n + 1))
+        if not count:
+            raise ValueError("`pairs` holds no pair with two non-blank sides; nothing to "
+                             "train on.")
         return batches.apply(tf.data.experimental.assert_cardinality(count))
 
     def fit(self, pairs, epochs=1, batch_tokens=4096, shuffle=True, seed=None,
@@ -403,7 +416,7 @@ class Translator:
         preset = os.fspath(preset)
         if "://" in preset:
             translator = _from_remote_preset(cls, preset)
-        elif not os.path.isdir(preset):
+        elif not os.path.isdir(preset) and not _restored(preset):
             raise FileNotFoundError(
                 f"{preset!r} is not a directory: expected a preset directory (written by "
                 "Translator.save_to_preset), a run directory of recipes/translation/train.py, "
@@ -440,12 +453,13 @@ class Translator:
         from keras_attention import __version__
 
         preset_dir = os.fspath(preset_dir)
-        with atomic_directory(preset_dir, ".preset-", overwrite, PRESET_LAYOUT) as tmp:
+        with atomic_directory(preset_dir, PRESET_TEMP_PREFIX, overwrite, PRESET_LAYOUT) as tmp:
             config = keras.saving.serialize_keras_object(self.model)
             for key in ("compile_config", "build_config"):  # as keras-hub's saver
                 config.pop(key, None)
             _write_json(os.path.join(tmp, CONFIG_FILE), config)
-            self.model.save_weights(os.path.join(tmp, MODEL_WEIGHTS_FILE))
+            save_weights_atomic(self.model, os.path.join(tmp, MODEL_WEIGHTS_FILE),
+                                "preset's weights file")
             save_tokenizers(os.path.join(tmp, TOKENIZER_DIR), self.source_tokenizer,
                             self.target_tokenizer)
             _write_json(os.path.join(tmp, TRANSLATOR_FILE), {
@@ -487,22 +501,81 @@ class Translator:
                 f"length_penalty={self.length_penalty}>")
 
 
+def _decode(value):
+    """str from bytes as the tokenizers and the SavedModel read them: bytes
+    that are not UTF-8 become U+FFFD."""
+    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+
+
 def _as_sentences(texts):
-    """A list of str from a list/iterable of str or a `tf.data.Dataset` of strings."""
+    """A list of str from a list/iterable of str (or UTF-8 bytes) or a
+    `tf.data.Dataset` of strings."""
     if isinstance(texts, (str, bytes)):
         raise TypeError("`texts` must be a list of sentences, not one string; write "
                         f"translate([text]). Received {texts!r:.80}.")
     if isinstance(texts, tf.data.Dataset):
+        spec = texts.element_spec
+        if not isinstance(spec, tf.TensorSpec) or spec.dtype != tf.string:
+            raise TypeError("`texts` must be a tf.data.Dataset of strings (scalars or 1-D "
+                            f"batches); its elements are {spec}.")
         sentences = []
         for value in texts.as_numpy_iterator():
             values = value.reshape(-1) if isinstance(value, np.ndarray) else [value]
-            sentences += [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values]
+            sentences += [_decode(v) for v in values]
         return sentences
-    sentences = [t.decode("utf-8") if isinstance(t, bytes) else t for t in texts]
-    bad = next((t for t in sentences if not isinstance(t, str)), None)
+    try:
+        sentences = [_decode(t) for t in texts]
+    except TypeError:
+        raise TypeError("`texts` must be a list (or another iterable) of sentences; received "
+                        f"{texts!r:.80}.") from None
+    bad = next((i for i, t in enumerate(sentences) if not isinstance(t, str)), None)
     if bad is not None:
-        raise TypeError(f"`texts` must hold strings; received an element {bad!r:.80}.")
+        raise TypeError(f"`texts` must hold strings; element {bad} is "
+                        f"{sentences[bad]!r:.80}.")
     return sentences
+
+
+def _as_pairs(pairs):
+    """A `tf.data.Dataset` of scalar `(source, target)` strings from a list of
+    `(source, target)` str tuples or such a Dataset, without the pairs that
+    have a blank side (as the recipe reads its files: skipped, and counted
+    in a warning for a list)."""
+    if isinstance(pairs, tf.data.Dataset):
+        spec = pairs.element_spec
+        if (not isinstance(spec, tuple) or len(spec) != 2
+                or any(not isinstance(s, tf.TensorSpec) or s.dtype != tf.string
+                       or s.shape.rank not in (0, None) for s in spec)):
+            raise TypeError("`pairs` must be a tf.data.Dataset of scalar (source, target) "
+                            f"strings; its elements are {spec}.")
+        return pairs.filter(lambda s, t: tf.logical_and(
+            tf.strings.length(tf.strings.strip(s)) > 0,
+            tf.strings.length(tf.strings.strip(t)) > 0))
+    pairs = list(pairs)
+    bad = next((i for i, p in enumerate(pairs) if not isinstance(p, (tuple, list))
+                or len(p) != 2 or not all(isinstance(t, str) for t in p)), None)
+    if not pairs or bad is not None:
+        raise ValueError("`pairs` must be a tf.data.Dataset of (source, target) strings or a "
+                         "non-empty list of (source, target) str tuples"
+                         + (f"; element {bad} is {pairs[bad]!r:.80}." if bad is not None
+                            else "; received an empty list."))
+    kept = [p for p in pairs if p[0].strip() and p[1].strip()]
+    if len(kept) < len(pairs):
+        if not kept:
+            raise ValueError(f"Every one of the {len(pairs)} pairs has a blank side; nothing "
+                             "to train on.")
+        logger.warning("Skipped %d of %d pairs with a blank side.", len(pairs) - len(kept),
+                       len(pairs))
+    return tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*kept))))
+
+
+def _restored(preset_dir):
+    """Whether `preset_dir`, missing, was just restored from what a
+    `save_to_preset` killed between its two renames left next to it."""
+    try:
+        recover_leftovers(preset_dir, PRESET_TEMP_PREFIX)
+    except OSError:  # e.g. a read-only folder: nothing restored
+        return False
+    return os.path.isdir(preset_dir)
 
 
 def _write_json(path, value):
@@ -556,20 +629,43 @@ def _from_local_directory(cls, directory):
 
 def _from_preset_files(cls, get_file):
     """A translator from a preset's files; `get_file(name)` -> a local path."""
-    config = read_json(get_file(CONFIG_FILE))
-    model = keras.saving.deserialize_keras_object(config)
-    model.load_weights(get_file(MODEL_WEIGHTS_FILE))
+    from keras_attention.models import Transformer
+
+    config_path = get_file(CONFIG_FILE)
+    config = read_json(config_path, "a preset's model config")
+    try:
+        model = keras.saving.deserialize_keras_object(config)
+    except (TypeError, ValueError, KeyError, AttributeError) as e:
+        raise ValueError(f"{config_path} does not describe a model this package can build "
+                         f"({type(e).__name__}: {e}).") from None
+    if not isinstance(model, Transformer):
+        raise ValueError(f"{config_path} describes a {type(model).__name__}, not a "
+                         "keras_attention Transformer: it is not a Translator preset.")
+    load_weights_checked(model, get_file(MODEL_WEIGHTS_FILE), "preset's weights file")
     tokenizers = []
     for prefix in ("source", "target"):
         config_path = get_file(f"{TOKENIZER_DIR}/{prefix}.json")
-        tokenizer_config = read_json(config_path)
+        tokenizer_config = read_json(config_path, "a preset's tokenizer config")
         for key in ("vocabulary_file", "model_file"):
             if key in tokenizer_config:
-                get_file(f"{TOKENIZER_DIR}/{tokenizer_config[key]}")  # downloads it
+                # A file name inside the preset's tokenizer/ (checked before
+                # anything is downloaded), then downloaded.
+                _file_inside(os.path.dirname(config_path), prefix, tokenizer_config, key)
+                get_file(f"{TOKENIZER_DIR}/{tokenizer_config[key]}")
         tokenizers.append(load_tokenizer(os.path.dirname(config_path), prefix))
-    settings = read_json(get_file(TRANSLATOR_FILE))["config"]
-    metadata = read_json(get_file(METADATA_FILE))
-    return cls(model, *tokenizers, **settings, metadata=metadata)
+    settings_path = get_file(TRANSLATOR_FILE)
+    settings = read_json(settings_path, "a preset's decoding settings")
+    known = set(inspect.signature(cls).parameters) - {
+        "model", "source_tokenizer", "target_tokenizer", "metadata", "jit_compile"}
+    if not isinstance(settings, dict) or not isinstance(settings.get("config"), dict):
+        raise ValueError(f"{settings_path} holds no decoding settings (expected "
+                         '{"config": {"beam_size": ..., ...}}).')
+    unknown = sorted(set(settings["config"]) - known)
+    if unknown:
+        raise ValueError(f"{settings_path} has unknown decoding settings {unknown}; expected "
+                         f"some of {sorted(known)} (saved by a newer keras_attention?).")
+    metadata = read_json(get_file(METADATA_FILE), "a preset's metadata")
+    return cls(model, *tokenizers, **settings["config"], metadata=metadata)
 
 
 def _from_remote_preset(cls, handle):

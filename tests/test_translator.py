@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import types
 import warnings
 
 import numpy as np
@@ -169,6 +170,219 @@ def test_empty_in_empty_out(small, texts):
             assert (row, row_scores) == (["", ""], [0.0, 0.0])
 
 
+def test_bad_texts_are_named_and_bad_bytes_replaced(small):
+    """What `translate` takes: element by element named when it is not a
+    string; bytes that are not UTF-8 read as U+FFFD, as the tokenizers and
+    the SavedModel read them."""
+    with pytest.raises(TypeError, match="list .* of sentences; received None"):
+        small.translate(None)
+    with pytest.raises(TypeError, match="element 1 is None"):
+        small.translate(["The red book.", None])
+    with pytest.raises(TypeError, match="Dataset of strings .* elements are TensorSpec"):
+        small.translate(tf.data.Dataset.from_tensor_slices([1, 2]))
+    bad = b"\xff\xfe the red \xc3 book"
+    assert small.translate([bad], beam_size=1) == small.translate(
+        [bad.decode("utf-8", errors="replace")], beam_size=1)
+
+
+def test_fit_skips_pairs_with_a_blank_side(small, caplog):
+    """`preprocess` (hence `fit`) skips the pairs with a blank side, as the
+    recipe does in its files, says how many for a list, refuses when nothing
+    is left, and refuses a Dataset that is not of string pairs."""
+    def batches(pairs):  # the rows without padding, in order (the batches' order may vary)
+        return sorted((tuple(t for t in source if t), tuple(t for t in label if t))
+                      for x, y in small.preprocess(pairs, batch_tokens=64, shuffle=False)
+                      for source, label in zip(x["encoder_tokens"].numpy().tolist(),
+                                               y.numpy().tolist()))
+
+    pairs = list(zip(ENGLISH, SPANISH))
+    with_blanks = pairs[:3] + [("", "Hola."), ("Hello.", "  ")] + pairs[3:]
+    with caplog.at_level("WARNING", logger="keras_attention"):
+        assert batches(with_blanks) == batches(pairs) and len(batches(pairs)) == 8
+    assert "Skipped 2 of 10 pairs with a blank side" in caplog.text
+    as_dataset = tf.data.Dataset.from_tensor_slices(tuple(map(list, zip(*with_blanks))))
+    assert batches(as_dataset) == batches(pairs)
+    with pytest.raises(ValueError, match="Every one of the 2 pairs has a blank side"):
+        small.preprocess([("", "x"), (" ", "y")])
+    with pytest.raises(ValueError, match="no pair with two non-blank sides"):
+        small.preprocess(tf.data.Dataset.from_tensor_slices((["", " "], ["x", "y"])))
+    with pytest.raises(ValueError, match=r"element 1 is \('b', 2\)"):
+        small.preprocess([("a", "b"), ("b", 2)])
+    with pytest.raises(TypeError, match="Dataset of scalar .* strings"):
+        small.preprocess(tf.data.Dataset.from_tensor_slices(([1, 2], [3, 4])))
+
+
+def test_broken_preset_files_are_named(small, tmp_path):
+    """Each file of a preset that cannot be used is named, with what it is."""
+    preset = small.save_to_preset(str(tmp_path / "preset"))
+
+    def broken(name, edit):
+        path = str(tmp_path / name)
+        shutil.copytree(preset, path)
+        edit(path)
+        return path
+
+    def truncate(path):
+        weights = os.path.join(path, "model.weights.h5")
+        data = open(weights, "rb").read()
+        open(weights, "wb").write(data[: len(data) // 2])
+
+    with pytest.raises(ValueError, match=r"Cannot read the preset's weights file .*"
+                       r"model\.weights\.h5' \(truncated"):
+        Translator.from_preset(broken("truncated", truncate))
+
+    def dense(path):
+        import keras
+
+        with open(os.path.join(path, "config.json"), "w") as f:
+            json.dump(keras.saving.serialize_keras_object(keras.layers.Dense(3)), f)
+
+    with pytest.raises(ValueError, match="describes a Dense, not a keras_attention Transformer"):
+        Translator.from_preset(broken("dense", dense))
+
+    def unknown_class(path):
+        with open(os.path.join(path, "config.json"), "w") as f:
+            json.dump({"class_name": "NoSuchModel", "config": {}, "module": "nowhere"}, f)
+
+    with pytest.raises(ValueError, match="config.json does not describe a model"):
+        Translator.from_preset(broken("unknown_class", unknown_class))
+
+    def unknown_setting(path):
+        settings_path = os.path.join(path, "translator.json")
+        settings = json.load(open(settings_path))
+        settings["config"]["beams"] = 3
+        json.dump(settings, open(settings_path, "w"))
+
+    with pytest.raises(ValueError, match=r"translator.json has unknown decoding settings "
+                       r"\['beams'\]"):
+        Translator.from_preset(broken("unknown_setting", unknown_setting))
+
+
+class _Killed(BaseException):
+    """Stands for kill -9: nothing after it runs, no cleanup either."""
+
+
+def _dead_pid():
+    import subprocess
+
+    process = subprocess.Popen(["true"])
+    process.wait()
+    return process.pid
+
+
+@pytest.mark.parametrize("kill_at", ["writing", "first rename", "second rename"])
+def test_a_killed_save_loses_nothing_and_is_cleaned_up(small, tmp_path, monkeypatch, kill_at):
+    """kill -9 at each point of `save_to_preset` over an existing preset: the
+    preset is the old one or the new one, never half of either and never
+    gone (a kill between the two renames is undone by the next load or
+    save), and what the killed process left next to it is removed by the
+    next save. (A kill is simulated in-process: the process id in the
+    temporary names is a dead one, and no cleanup runs.)"""
+    import keras_attention._io as io
+
+    path = small.save_to_preset(str(tmp_path / "preset"))
+    old = checksums(path)
+    new = small.with_settings(beam_size=3)
+    real_replace, calls = os.replace, []
+
+    def replace(src, dst):
+        calls.append(src)
+        if kill_at == ("first rename" if len(calls) == 1 else "second rename"):
+            raise _Killed
+        real_replace(src, dst)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(io.os, "getpid", lambda: _dead_pid())
+        patch.setattr(io.shutil, "rmtree", lambda *a, **k: None)
+        if kill_at == "writing":
+            patch.setattr("keras_attention.translation.save_tokenizers",
+                          lambda *a: (_ for _ in ()).throw(_Killed()))
+        else:
+            patch.setattr(io.os, "replace", replace)
+        with pytest.raises(_Killed):
+            new.save_to_preset(path, overwrite=True)
+    leftovers = [n for n in os.listdir(tmp_path) if n.startswith(".preset-")]
+    assert leftovers  # what a kill leaves
+    loaded = Translator.from_preset(path)  # never gone, never half
+    assert loaded.beam_size in (small.beam_size, 3)
+    if loaded.beam_size == small.beam_size:
+        assert checksums(path) == old
+    new.save_to_preset(path, overwrite=True)
+    assert Translator.from_preset(path).beam_size == 3
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".preset-")]
+    # A live process' temporary folder is never touched.
+    live = tmp_path / f".preset-preset.{os.getpid()}.new-abc"
+    live.mkdir()
+    new.save_to_preset(path, overwrite=True)
+    assert live.is_dir()
+
+
+def test_a_full_disk_leaves_no_partial_file(small, tmp_path, monkeypatch):
+    """A write that fails for lack of space (a patched writer) ends with an
+    OSError naming the file, the old file whole and no temporary left: the
+    weights of a checkpoint, a JSON record, a preset."""
+    import errno
+
+    from keras_attention._io import atomic_write_text, save_weights_atomic
+
+    def full(path, *args, **kwargs):
+        open(path, "wb").write(b"half")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    weights = str(tmp_path / "ckpt-6.weights.h5")
+    with monkeypatch.context() as patch:
+        patch.setattr(small.model, "save_weights", full)
+        with pytest.raises(OSError, match="Could not write the checkpoint .*ckpt-6.weights.h5: "
+                           "No space left"):
+            save_weights_atomic(small.model, weights)
+        assert os.listdir(tmp_path) == []
+        with pytest.raises(OSError, match="Could not write .*preset.*No space left"):
+            small.save_to_preset(str(tmp_path / "preset"))
+        assert os.listdir(tmp_path) == []
+    # h5py crashes the process on a full disk (exit 139), so the room is checked first.
+    with monkeypatch.context() as patch:
+        patch.setattr(shutil, "disk_usage", lambda path: types.SimpleNamespace(free=1000))
+        with pytest.raises(OSError, match=r"ckpt-6.weights.h5: it needs about .* MiB and "
+                           r"0.0 MiB are free there"):
+            save_weights_atomic(small.model, weights)
+        assert os.listdir(tmp_path) == []
+    record = tmp_path / "metrics.json"
+    record.write_text("{}")
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "replace", lambda *a: full(os.devnull))
+        with pytest.raises(OSError, match="Could not write .*metrics.json: No space left"):
+            atomic_write_text(str(record), '{"bleu": 1}')
+    assert os.listdir(tmp_path) == ["metrics.json"] and record.read_text() == "{}"
+
+
+@pytest.mark.slow  # exports a SavedModel
+def test_a_failed_or_killed_export_leaves_no_version(small, tmp_path, monkeypatch):
+    """A full disk while the SavedModel is written (TensorFlow's
+    ResourceExhaustedError) ends in an OSError naming the version folder,
+    with nothing left in the export directory; what a killed export left
+    (its temporary folder, under a dead process id) is removed by the next
+    export, which TF Serving then sees alone."""
+
+    export_dir = tmp_path / "export"
+
+    def full(directory, *tokenizers):  # what TensorFlow raises for a full disk
+        os.makedirs(directory)
+        open(os.path.join(directory, "source.vocab.txt"), "wb").write(b"half")
+        raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
+
+    with monkeypatch.context() as patch:  # the last write of an export: the vocabularies
+        patch.setattr("keras_attention.export.saved_model.save_tokenizers", full)
+        with pytest.raises(OSError, match=r"Could not write the SavedModel .*export/1 "
+                           r"\(No space left on device\); nothing was left there"):
+            small.export(str(export_dir))
+    assert os.listdir(export_dir) == []
+    leftover = export_dir / f".tmp-1.{_dead_pid()}.new-x"
+    (leftover / "variables").mkdir(parents=True)
+    assert small.export(str(export_dir)) == str(export_dir / "1")
+    assert os.listdir(export_dir) == ["1"]
+    assert Translator.from_preset(str(export_dir / "1")).beam_size == small.beam_size
+
+
 def test_constructor_checks(small):
     with pytest.raises(ValueError, match="do not belong together"):
         Translator(small.model, small.target_tokenizer, small.target_tokenizer)
@@ -261,6 +475,14 @@ def test_remote_handles_go_through_keras_hub(small, tmp_path, monkeypatch):
     os.remove(os.path.join(preset, "translator.json"))
     with pytest.raises(FileNotFoundError, match="has no translator.json"):
         Translator.from_preset("kaggle://someone/translator/keras/tiny")
+    # A file name that leads outside the preset is refused before it is asked for.
+    config_path = os.path.join(preset, "tokenizer", "target.json")
+    config = json.load(open(config_path))
+    json.dump({**config, "vocabulary_file": "../../secret.txt"}, open(config_path, "w"))
+    asked.clear()
+    with pytest.raises(ValueError, match="vocabulary_file must be a file name inside"):
+        Translator.from_preset("hf://someone/translator")
+    assert not [name for _, name in asked if "secret" in name]
 
 
 @pytest.mark.slow  # about a minute of training

@@ -130,9 +130,9 @@ class TextFilesCorpus:
         source_language, target_language: names used in logs and reports.
         tsv_columns: the source and target columns of TSV files, counted from 0.
         holdout: `(validation, test)` sizes (fractions, or numbers of pairs) to
-            split off the training file when it has no validation/test
-            files, grouped by source sentence (see `grouped_split`); `None`
-            to use the files as given.
+            split off the training file, grouped by source sentence (see
+            `grouped_split`): 0 for a split that has its own files (a size
+            for one is refused); `None` to use the files as given.
         split_seed: the seed of that split.
 
     The files are read and checked when the corpus is created, so that a
@@ -152,11 +152,13 @@ class TextFilesCorpus:
             _check_split(split, SPLITS)
         self.texts = {split: read_text(paths, tsv_columns) for split, paths in files.items()}
         if holdout is not None:
-            given = sorted(set(files) - {"train"})
-            if given:
-                raise ValueError(f"A holdout split of the training file replaces the "
-                                 f"validation and test files; received files for {given} too.")
-            self.texts = grouped_split(self.texts["train"], *holdout, seed=split_seed)
+            for split, size in zip(("validation", "test"), holdout):
+                if size and split in files:
+                    raise ValueError(f"The holdout asks for {size:g} {split} pairs from the "
+                                     f"training file, but {split} files were given too; "
+                                     "give 0 for that split.")
+            held = grouped_split(self.texts["train"], *holdout, seed=split_seed)
+            self.texts = {**held, **{s: t for s, t in self.texts.items() if s != "train"}}
         self.name = "text_files"
         self.source_language = source_language
         self.target_language = target_language

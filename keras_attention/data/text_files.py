@@ -33,6 +33,9 @@ class ParallelText:
 def _read_lines(path):
     """The lines of a UTF-8 text file without their line ends; a clear error
     for a missing or empty file or for bytes that are not UTF-8."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path!r} is a directory; expected a text file with one "
+                                "sentence (or one TSV pair) per line.")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Text file {path!r} does not exist.")
     lines = []

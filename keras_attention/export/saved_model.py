@@ -17,13 +17,14 @@ in a process that imports nothing of this package. It is written with Keras'
 objects.
 """
 
+import contextlib
 import json
 import os
-import shutil
 
 import keras
 import tensorflow as tf
 
+from keras_attention._io import atomic_directory
 from keras_attention._validation import check_non_negative, check_positive_int
 from keras_attention.data.tokenizers import END_ID, START_ID, save_tokenizers, tokenize_with_end
 from keras_attention.decoding import search
@@ -92,6 +93,18 @@ def with_dtype_policy(model, dtype_policy):
     return clone
 
 
+@contextlib.contextmanager
+def _write_errors(path):
+    """A failed write of the SavedModel (a full disk: TensorFlow's
+    ResourceExhaustedError, or an OSError) as one OSError naming `path`."""
+    try:
+        yield
+    except (OSError, tf.errors.ResourceExhaustedError, tf.errors.DataLossError) as e:
+        reason = getattr(e, "message", None) or getattr(e, "strerror", None) or str(e)
+        raise OSError(f"Could not write the SavedModel {path} ({reason.strip()}); nothing "
+                      "was left there. Free some space, or export to another folder.") from None
+
+
 def export_translator(model, source_tokenizer, target_tokenizer, export_dir, version=None,
                       beam_size=4, length_penalty=0.6, max_output_length=None,
                       dtype_policy=None, verbose=False, early_stopping="never"):
@@ -127,36 +140,37 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
     if os.path.exists(path):
         raise FileExistsError(f"{path} exists; TF Serving versions are immutable. Choose "
                               "another --version or export directory.")
-    os.makedirs(export_dir, exist_ok=True)
-    tmp = os.path.join(export_dir, f".tmp-{version}")  # TF Serving ignores it until renamed
-    shutil.rmtree(tmp, ignore_errors=True)
-
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    # The tokenizers' resources (a SentencePiece model) must be saved with the graph.
-    for tokenizer in {id(t): t for t in (source_tokenizer, target_tokenizer)}.values():
-        archive.track(tokenizer)
-    archive.add_endpoint(
-        "serving_default",
-        _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
-                    max_output_length, early_stopping),
-        # No declared shape: `check_text` checks it at run time (see there).
-        input_signature=[tf.TensorSpec(None, tf.string, name="text")],
-    )
-    archive.write_out(tmp, verbose=verbose)
-
-    extra = os.path.join(tmp, "assets.extra")
-    os.makedirs(extra, exist_ok=True)
-    model.save(os.path.join(extra, "model.keras"))
-    save_tokenizers(os.path.join(extra, "vocab"), source_tokenizer, target_tokenizer)
-    with open(os.path.join(extra, "export.json"), "w", encoding="utf-8") as f:
-        json.dump({
-            "beam_size": beam_size, "length_penalty": length_penalty,
-            "early_stopping": early_stopping,
-            "dtype_policy": model.dtype_policy.name,
-            "max_input_length": model.max_length, "max_output_length": max_output_length,
-            "signature": {"inputs": {"text": "string [batch]"},
-                          "outputs": {"translation": "string [batch]", "score": "float32 [batch]"}},
-        }, f, indent=2)
-    os.replace(tmp, path)  # a complete version folder appears at once
+    # TF Serving ignores the temporary folder (not a number) until it is
+    # renamed: a complete version folder appears at once, or none (a failed
+    # write removes it; a killed one is removed by the next export).
+    with atomic_directory(path, ".tmp-") as tmp:
+        archive = keras.export.ExportArchive()
+        archive.track(model)
+        # The tokenizers' resources (a SentencePiece model) must be saved with the graph.
+        for tokenizer in {id(t): t for t in (source_tokenizer, target_tokenizer)}.values():
+            archive.track(tokenizer)
+        archive.add_endpoint(
+            "serving_default",
+            _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
+                        max_output_length, early_stopping),
+            # No declared shape: `check_text` checks it at run time (see there).
+            input_signature=[tf.TensorSpec(None, tf.string, name="text")],
+        )
+        with _write_errors(path):
+            archive.write_out(tmp, verbose=verbose)
+            extra = os.path.join(tmp, "assets.extra")
+            os.makedirs(extra, exist_ok=True)
+            model.save(os.path.join(extra, "model.keras"))
+            save_tokenizers(os.path.join(extra, "vocab"), source_tokenizer, target_tokenizer)
+            with open(os.path.join(extra, "export.json"), "w", encoding="utf-8") as f:
+                json.dump({
+                    "beam_size": beam_size, "length_penalty": length_penalty,
+                    "early_stopping": early_stopping,
+                    "dtype_policy": model.dtype_policy.name,
+                    "max_input_length": model.max_length,
+                    "max_output_length": max_output_length,
+                    "signature": {"inputs": {"text": "string [batch]"},
+                                  "outputs": {"translation": "string [batch]",
+                                              "score": "float32 [batch]"}},
+                }, f, indent=2)
     return path

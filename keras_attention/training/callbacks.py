@@ -13,7 +13,7 @@ import time
 
 import keras
 
-from keras_attention._io import atomic_write_text, read_json
+from keras_attention._io import atomic_write_text, read_json, save_weights_atomic
 from keras_attention._validation import check_positive_int
 
 
@@ -159,9 +159,7 @@ class BestCheckpoints(keras.callbacks.Callback):
         os.makedirs(self.directory, exist_ok=True)
         kept = {e["step"] for e in self.best()}
         if step in kept:
-            tmp = os.path.join(self.directory, f".tmp-ckpt-{step}.weights.h5")
-            self.model.save_weights(tmp)
-            os.replace(tmp, self._path(step))  # never a half-written file under the final name
+            save_weights_atomic(self.model, self._path(step))  # never a half-written file
         for name in os.listdir(self.directory):
             if name.startswith("ckpt-") and name.endswith(".weights.h5"):
                 if int(name[len("ckpt-"):-len(".weights.h5")]) not in kept:

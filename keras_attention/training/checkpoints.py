@@ -7,15 +7,18 @@ import os
 
 import numpy as np
 
+from keras_attention._io import load_weights_checked, save_weights_atomic
+
+__all__ = ["average_checkpoints", "list_checkpoints", "load_weights_checked",
+           "save_checkpoint"]
+
 
 def save_checkpoint(model, directory, step, keep=5):
     """Writes `model`'s weights to `<directory>/ckpt-<step>.weights.h5` and
     deletes all but the newest `keep` checkpoints; returns the path."""
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"ckpt-{step}.weights.h5")
-    tmp = os.path.join(directory, f".tmp-ckpt-{step}.weights.h5")
-    model.save_weights(tmp)
-    os.replace(tmp, path)  # never a half-written checkpoint under the final name
+    save_weights_atomic(model, path)  # never a half-written checkpoint under the final name
     for old in list_checkpoints(directory)[:-keep]:
         os.remove(old)
     return path
@@ -33,16 +36,6 @@ def list_checkpoints(directory):
             except ValueError:
                 continue
     return [os.path.join(directory, name) for _, name in sorted(found)]
-
-
-def load_weights_checked(model, path):
-    """`model.load_weights(path)` with a clear error for a missing or unreadable file."""
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"Checkpoint {path!r} does not exist.")
-    try:
-        model.load_weights(path)
-    except Exception as e:  # h5py, Keras and OS errors all mean "cannot read it"
-        raise ValueError(f"Cannot read the checkpoint {path!r}: {e}") from None
 
 
 def average_checkpoints(model, paths):

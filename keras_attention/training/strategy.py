@@ -9,9 +9,34 @@ STRATEGIES = ("auto", "default", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 
 
+_TF_CONFIG_EXAMPLE = ('{"cluster": {"worker": ["host1:port", "host2:port"]}, '
+                      '"task": {"type": "worker", "index": 0}}')
+
+
 def _tf_config_workers():
-    config = json.loads(os.environ.get("TF_CONFIG") or "{}")
-    return len(config.get("cluster", {}).get("worker", []))
+    """The number of workers the `TF_CONFIG` environment variable lists (0
+    when it is unset); a ValueError naming `TF_CONFIG` when it is malformed."""
+    text = os.environ.get("TF_CONFIG") or "{}"
+    try:
+        config = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"The TF_CONFIG environment variable is not valid JSON ({e}): "
+                         f"{text!r:.200}. Expected e.g. {_TF_CONFIG_EXAMPLE}.") from None
+    cluster = config.get("cluster", {}) if isinstance(config, dict) else None
+    workers = cluster.get("worker", []) if isinstance(cluster, dict) else None
+    if not isinstance(workers, list) or not all(isinstance(w, str) for w in workers):
+        raise ValueError(f"TF_CONFIG's cluster must list its workers as \"host:port\" "
+                         f"strings; received {text!r:.200}. Expected e.g. {_TF_CONFIG_EXAMPLE}.")
+    if workers:
+        task = config.get("task")
+        index = task.get("index") if isinstance(task, dict) else None
+        if (not isinstance(task, dict) or task.get("type") not in cluster
+                or not isinstance(index, int) or isinstance(index, bool)
+                or not 0 <= index < len(cluster[task["type"]])):
+            raise ValueError(f"TF_CONFIG's task must name this process' role in the cluster, "
+                             f"e.g. {{\"type\": \"worker\", \"index\": 0}} with an index "
+                             f"below {len(workers)}; received {task!r:.200}.")
+    return len(workers)
 
 
 def make_strategy(name="auto", tpu=None, devices=None):

@@ -196,7 +196,16 @@ class Trainer:
     def _save_backup(self, manager, step):
         if manager is None:
             return
-        manager.save(checkpoint_number=step)
+        try:
+            manager.save(checkpoint_number=step)
+        except (OSError, tf.errors.ResourceExhaustedError, tf.errors.DataLossError) as e:
+            # TensorFlow's half-written `ckpt-<step>_temp/` folder goes too.
+            shutil.rmtree(os.path.join(manager.directory, f"ckpt-{step}_temp"),
+                          ignore_errors=True)
+            reason = getattr(e, "message", None) or getattr(e, "strerror", None) or str(e)
+            raise OSError(f"Could not write the backup at step {step} in {manager.directory} "
+                          f"({reason.strip()}); the previous backup is kept. Free some space "
+                          "and run the same command again to resume.") from None
         if not self.chief:
             shutil.rmtree(manager.directory, ignore_errors=True)
 

@@ -253,7 +253,13 @@ def config_from_args(args):
         preset = OWN_FILES_PRESET if given.get("train_files") else DEFAULT_PRESET
     if given.get("train_files") and "dataset" not in given:
         given["dataset"] = "text_files"
-    return dataclasses.replace(PRESETS[preset], **given)
+    config = dataclasses.replace(PRESETS[preset], **given)
+    if config.holdout is not None and "holdout" not in given:
+        # The preset's split holds out only the splits that have no files.
+        holdout = tuple(0.0 if getattr(config, f"{split}_files") else size
+                        for split, size in zip(("validation", "test"), config.holdout))
+        config = dataclasses.replace(config, holdout=holdout if any(holdout) else None)
+    return config
 
 
 def check_config(config):
@@ -314,6 +320,14 @@ def check_config(config):
             f"--train-files/--validation-files/--test-files need --dataset text_files; "
             f"received --dataset {config.dataset}."
         )
+    for split, size in zip(("validation", "test"), config.holdout or ()):
+        if size and getattr(config, f"{split}_files"):
+            raise ValueError(f"--holdout asks for {size:g} {split} pairs from --train-files, "
+                             f"but --{split}-files are given; give 0 for that split.")
+    if (config.early_stopping_patience is not None and config.dataset == "text_files"
+            and not config.validation_files and not (config.holdout or (0,))[0]):
+        raise ValueError("--early-stopping-patience needs a validation split: give "
+                         "--validation-files or a --holdout validation size.")
     for name in ("train_files", "validation_files", "test_files"):
         files = getattr(config, name)
         if files is not None and len(files) not in (1, 2):

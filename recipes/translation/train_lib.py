@@ -62,10 +62,9 @@ def make_corpus(config):
             files["validation"] = config.validation_files
         if config.test_files:
             files["test"] = config.test_files
-        holdout = config.holdout if len(files) == 1 else None  # only without other files
         return TextFilesCorpus(files, config.source_lang or "source",
                                config.target_lang or "target",
-                               tsv_columns=config.tsv_columns, holdout=holdout,
+                               tsv_columns=config.tsv_columns, holdout=config.holdout,
                                split_seed=config.split_seed)
     return TfdsCorpus(config.dataset, config.source_lang, config.target_lang,
                       data_dir=config.data_dir)
@@ -238,6 +237,12 @@ def _select_checkpoints(config, workdir, model, best):
         print(f"Final model: {' + '.join(chosen['selected_checkpoints'])} (validation BLEU "
               f"{chosen['validation_bleu']:.2f}).")
         return chosen
+    if config.select_checkpoints == "best":
+        reason = ("no validation split, or --validation-bleu-sentences 0" if best is None
+                  else "no epoch ended before training stopped")
+        print(f"No validation BLEU ({reason}): --select-checkpoints best falls back to "
+              "the last checkpoint" + (f"s (the last {config.average_checkpoints} averaged)."
+                 if config.average_checkpoints > 1 else "."), flush=True)
     if config.average_checkpoints > 1:
         paths = list_checkpoints(os.path.join(workdir, "checkpoints"))[-config.average_checkpoints:]
         print(f"Averaging {len(paths)} checkpoints: {[os.path.basename(p) for p in paths]}")
@@ -260,6 +265,9 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     check_config(config)
     _check_workdir_path(workdir)
     corpus = make_corpus(config)  # bad files stop the run before it writes anything
+    if config.early_stopping_patience is not None and "validation" not in corpus.splits:
+        raise ValueError(f"--early-stopping-patience needs a validation split; the corpus has "
+                         f"only {list(corpus.splits)}.")
     resumed = _check_workdir(config, workdir)
     finished = os.path.join(workdir, "metrics.json")
     if resumed and os.path.exists(finished):

@@ -165,5 +165,21 @@ def test_grouped_split_errors(tmp_path):
         TextFilesCorpus({"train": path}, holdout=(0.5, 0.6))
     with pytest.raises(ValueError, match="validation size must be a fraction"):
         TextFilesCorpus({"train": path}, holdout=(-1, 0.1))
-    with pytest.raises(ValueError, match="replaces the validation and test files"):
+    with pytest.raises(ValueError, match="asks for 0.1 test pairs .* but test files were given"):
         TextFilesCorpus({"train": path, "test": path}, holdout=(0.1, 0.1))
+    with pytest.raises(IsADirectoryError, match="is a directory; expected a text file"):
+        TextFilesCorpus({"train": str(tmp_path)})
+
+
+def test_holdout_splits_off_only_what_has_no_files(tmp_path):
+    """With a test file of its own, the holdout splits validation pairs alone
+    off the training file (the split with files is given size 0)."""
+    path, _ = _tatoeba_like(tmp_path, sentences=40)
+    own_test = tmp_path / "test.tsv"
+    own_test.write_text("Hello.\tHola.\n", encoding="utf-8")
+    corpus = TextFilesCorpus({"train": path, "test": str(own_test)}, holdout=(0.2, 0))
+    assert set(corpus.splits) == {"train", "validation", "test"}
+    assert corpus.texts["test"].sources == ("Hello.",)
+    whole = TextFilesCorpus({"train": path})
+    assert len(corpus.texts["train"]) + len(corpus.texts["validation"]) == len(
+        whole.texts["train"])

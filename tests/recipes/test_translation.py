@@ -13,6 +13,7 @@ import time
 import pytest
 import tensorflow_datasets as tfds
 
+from keras_attention.data import TextFilesCorpus
 from keras_attention.models.transformer import PRESETS as LIBRARY_MODEL_PRESETS
 from keras_attention.training import PRECISIONS, STRATEGIES
 from recipes.translation import config as config_module
@@ -77,6 +78,12 @@ def test_config_layering():
     assert own.early_stopping_patience == PRESETS["own_corpus"].early_stopping_patience
     assert (parse(["--preset", "bundled", "--train-files", "a.tsv"]).steps
             == PRESETS["bundled"].steps)
+    # own_corpus' holdout splits off only the splits without files of their own
+    assert own.holdout == (PRESETS["own_corpus"].holdout[0], 0.0)
+    assert parse(["--train-files", "a.tsv", "--validation-files", "v.tsv", "--test-files",
+                  "t.tsv"]).holdout is None
+    assert parse(["--train-files", "a.tsv", "--validation-files", "v.tsv"]).holdout == (
+        0.0, PRESETS["own_corpus"].holdout[1])
     tsv = parse(["--train-files", "spa.txt", "--tsv-columns", "1", "0", "--holdout", "0.1", "500",
                  "--time-budget", "60", "--tokenizer", "sentencepiece"])
     assert tsv.tsv_columns == (1, 0) and tsv.holdout == (0.1, 500.0)
@@ -128,6 +135,12 @@ def test_choices_agree_with_the_library():
         ({"clip_norm": 0.0}, "--clip-norm must be a positive finite number"),
         ({"max_eval_sentences": -5}, "--max-eval-sentences must be a positive integer"),
         ({"max_eval_sentences": 0}, "--max-eval-sentences must be a positive integer"),
+        ({"dataset": "text_files", "train_files": ("a.tsv",), "validation_files": ("v.tsv",),
+          "holdout": (0.1, 0.1)}, "--holdout asks for 0.1 validation pairs .* --validation-files"),
+        ({"dataset": "text_files", "train_files": ("a.tsv",), "early_stopping_patience": 3},
+         "--early-stopping-patience needs a validation split"),
+        ({"dataset": "text_files", "train_files": ("a.tsv",), "early_stopping_patience": 3,
+          "holdout": (0.0, 0.1)}, "--early-stopping-patience needs a validation split"),
     ],
 )
 def test_bad_config(overrides, match):
@@ -445,14 +458,35 @@ def test_bad_files_stop_before_anything_is_written(tmp_path, text_files):
 
 
 @pytest.mark.slow
-def test_tfds_source_under_mock_data_trains(tmp_path):
+def test_tfds_source_under_mock_data_trains(tmp_path, capsys):
+    """A TFDS corpus (mocked); without validation BLEU, --select-checkpoints
+    best says that it falls back to the last checkpoint."""
     config = TranslationConfig(**{**TINY, "dataset": "ted_hrlr_translate/pt_to_en",
                                   "source_lang": "pt", "target_lang": "en", "steps": 4,
-                                  "steps_per_epoch": 2, "vocabulary_size": 200})
+                                  "steps_per_epoch": 2, "vocabulary_size": 200,
+                                  "validation_bleu_sentences": 0})
+    capsys.readouterr()
     with tfds.testing.mock_data(num_examples=64):
         metrics = train_and_evaluate(config, str(tmp_path / "run"), verbose=0, export=False)
     assert metrics["steps"] == 4 and metrics["eval_split"] == "test"
     assert metrics["eval_sentences"] == 16
+    assert metrics["selected_checkpoints"] == ["last"]
+    assert "--select-checkpoints best falls back to the last checkpoint" in capsys.readouterr().out
+
+
+def test_early_stopping_without_a_validation_split_writes_nothing(tmp_path, text_files,
+                                                                  monkeypatch):
+    """A corpus without a validation split (a TFDS dataset can lack one) and
+    early stopping: refused before the workdir exists."""
+    from recipes.translation import train_lib
+
+    monkeypatch.setattr(train_lib, "make_corpus", lambda config: TextFilesCorpus(
+        {"train": text_files["train"]}))
+    with pytest.raises(ValueError, match=r"needs a validation split; the corpus has only "
+                       r"\['train'\]"):
+        train_and_evaluate(tiny_config(text_files, early_stopping_patience=2),
+                           str(tmp_path / "run"), verbose=0)
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow

@@ -293,6 +293,25 @@ def test_make_strategy_errors(monkeypatch):
     assert make_strategy("auto") is tf.distribute.get_strategy()
 
 
+@pytest.mark.parametrize("value, match", [
+    ("{cluster: 1", "TF_CONFIG environment variable is not valid JSON"),
+    ('{"cluster": {"worker": "host1:1"}}', "TF_CONFIG's cluster must list its workers"),
+    ('{"cluster": {"worker": [1, 2]}}', "TF_CONFIG's cluster must list its workers"),
+    ('{"cluster": {"worker": ["a:1", "b:2"]}}', "TF_CONFIG's task must name"),
+    ('{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 2}}',
+     "index below 2"),
+    ('{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "ps", "index": 0}}',
+     "TF_CONFIG's task must name"),
+])
+def test_a_bad_tf_config_is_named(monkeypatch, value, match):
+    """A malformed TF_CONFIG is named (not a bare JSONDecodeError or
+    KeyError), before TensorFlow's cluster resolver sees it."""
+    monkeypatch.setenv("TF_CONFIG", value)
+    for name in ("auto", "multi_worker"):
+        with pytest.raises(ValueError, match=match):
+            make_strategy(name)
+
+
 def _run_worker(mode, out, env=None):
     return subprocess.Popen(
         [sys.executable, WORKER, mode, str(out)], cwd=ROOT, env={**os.environ, **(env or {})},
