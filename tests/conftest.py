@@ -1,4 +1,8 @@
+import contextlib
+import fcntl
+import json
 import os
+import shutil
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -33,67 +37,107 @@ def _seed_and_policy():
 # -- a tiny translation run, shared by the recipe, export and visualization tests
 
 
+@contextlib.contextmanager
+def _built_once(tmp_path_factory, name):
+    """`(folder, done)` for a session fixture that pytest-xdist's workers
+    share: the first worker to get the lock builds `folder` and then writes
+    `done` (a JSON file of what the fixture returns); the others wait for
+    the lock and find `done`. Without xdist, the session's own folder."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # this session's pytest-N/, above each worker's popen-gwN/
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        folder, done = root / name, root / f"{name}.done.json"
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # a failed build's, in another worker
+        yield folder, done
+
+
 @pytest.fixture(scope="session")
 def text_files(tmp_path_factory):
-    """Own-files data from the grammar: train (aligned files), validation (TSV), test."""
-    from keras_attention.data import en_es_grammar
+    """Own-files data from the grammar: train (aligned files), validation
+    (TSV), test; written once per test session (shared by the workers)."""
+    with _built_once(tmp_path_factory, "text") as (root, done):
+        if not done.exists():
+            from keras_attention.data import en_es_grammar
 
-    root = tmp_path_factory.mktemp("text")
-    splits = en_es_grammar.make_splits(seed=3, sizes={"train": 1500, "validation": 40, "test": 30})
-    paths = {}
-    for split in ("train", "test"):
-        src, tgt = root / f"{split}.en", root / f"{split}.es"
-        src.write_text("".join(e.en + "\n" for e in splits[split]), encoding="utf-8")
-        tgt.write_text("".join(e.es + "\n" for e in splits[split]), encoding="utf-8")
-        paths[split] = (str(src), str(tgt))
-    tsv = root / "validation.tsv"
-    tsv.write_text("".join(f"{e.en}\t{e.es}\n" for e in splits["validation"]), encoding="utf-8")
-    paths["validation"] = (str(tsv),)
-    return paths
+            root.mkdir()
+            splits = en_es_grammar.make_splits(seed=3, sizes={"train": 1500, "validation": 40,
+                                                              "test": 30})
+            paths = {}
+            for split in ("train", "test"):
+                src, tgt = root / f"{split}.en", root / f"{split}.es"
+                src.write_text("".join(e.en + "\n" for e in splits[split]), encoding="utf-8")
+                tgt.write_text("".join(e.es + "\n" for e in splits[split]), encoding="utf-8")
+                paths[split] = (str(src), str(tgt))
+            tsv = root / "validation.tsv"
+            tsv.write_text("".join(f"{e.en}\t{e.es}\n" for e in splits["validation"]),
+                           encoding="utf-8")
+            paths["validation"] = (str(tsv),)
+            done.write_text(json.dumps(paths))
+        return {split: tuple(files) for split, files in json.loads(done.read_text()).items()}
 
 
 @pytest.fixture(scope="session")
 def tiny_run(tmp_path_factory, text_files):
     """`(config, workdir, metrics)` of a 12-step run of the tiny preset (two
-    layers each side) on `text_files`: the one trained run every test that needs a trained model
-    shares (read-only). Its data order is deterministic (`TINY`), so it is the
+    layers each side) on `text_files`: the one trained run every test that
+    needs a trained model shares (read-only), trained once per test session
+    (pytest-xdist's workers share it: the first to need it trains it, the
+    others wait). Its data order is deterministic (`TINY`), so it is the
     same model in every pytest run on a machine. It is trained without its
     SavedModel and heatmaps (`export=False`); `tiny_export` makes the export
     when a test asks for it."""
-    from recipes.translation.train_lib import train_and_evaluate
+    from recipes.translation.config import load_config
 
-    workdir = tmp_path_factory.mktemp("run") / "run"
-    config = tiny_config(text_files, num_layers=2)
-    metrics = train_and_evaluate(config, str(workdir), verbose=0, export=False)
-    keras.config.set_dtype_policy("float32")
-    return config, workdir, metrics
+    with _built_once(tmp_path_factory, "run") as (workdir, done):
+        if not done.exists():
+            from recipes.translation.train_lib import train_and_evaluate
+
+            metrics = train_and_evaluate(tiny_config(text_files, num_layers=2), str(workdir),
+                                         verbose=0, export=False)
+            keras.config.set_dtype_policy("float32")
+            done.write_text(json.dumps(metrics))
+        return load_config(str(workdir / "config.json")), workdir, json.loads(done.read_text())
 
 
 @pytest.fixture(scope="session")
-def tiny_export(tiny_run):
+def tiny_export(tmp_path_factory, tiny_run):
     """The path of `tiny_run`'s SavedModel, `<workdir>/export/1`, exported as
     the recipe exports it (the run's Translator and decoding settings), once
-    per session, on first use; read-only."""
+    per test session, on first use; read-only."""
     from keras_attention import Translator
 
     _, workdir, _ = tiny_run
-    path = Translator.from_preset(str(workdir)).export(str(workdir / "export"))
-    keras.config.set_dtype_policy("float32")
-    return path
+    with _built_once(tmp_path_factory, "export") as (_, done):
+        if not done.exists():
+            path = Translator.from_preset(str(workdir)).export(str(workdir / "export"))
+            keras.config.set_dtype_policy("float32")
+            done.write_text(json.dumps(path))
+        return json.loads(done.read_text())
 
 
 @pytest.fixture(scope="session")
 def bundled_data_dir(tmp_path_factory):
     """The bundled corpus, built the way a user would: in a fresh process with
-    nothing but an empty TFDS data directory (no download is possible here)."""
-    import json
+    nothing but an empty TFDS data directory (no download is possible here);
+    once per test session (shared by pytest-xdist's workers)."""
+    with _built_once(tmp_path_factory, "tfds") as (data_dir, done):
+        if not done.exists():
+            _build_bundled(data_dir)
+            done.write_text(json.dumps(str(data_dir)))
+        return data_dir
+
+
+def _build_bundled(data_dir):
     import subprocess
     import sys
     import textwrap
 
     from keras_attention.data import en_es_grammar
 
-    data_dir = tmp_path_factory.mktemp("tfds")
+    data_dir.mkdir()
     script = textwrap.dedent(
         f"""
         import json
@@ -113,7 +157,6 @@ def bundled_data_dir(tmp_path_factory):
     assert "Variant folder" not in result.stderr, result.stderr[-3000:]
     counts = json.loads(result.stdout.strip().split("\n")[-1])
     assert counts == en_es_grammar.SPLIT_SIZES
-    return data_dir
 
 
 @pytest.fixture(scope="session")

@@ -35,8 +35,10 @@ def small():
     model = Transformer.from_preset("tiny", encoder_vocabulary_size=source.vocabulary_size,
                                     decoder_vocabulary_size=target.vocabulary_size,
                                     max_length=16, share_encoder_decoder_embeddings=False)
+    # The graph, not XLA: each new batch shape would cost a compilation (XLA's
+    # own agreement with the graph is test_xla_compiled_search_agrees_with_the_graph).
     return Translator(model, source, target, beam_size=2, length_penalty=0.6,
-                      metadata={"bleu": 12.5})
+                      metadata={"bleu": 12.5}, jit_compile=False)
 
 
 def _weights(translator):
@@ -57,7 +59,7 @@ def test_preset_round_trip_is_bit_identical(small, tmp_path):
     assert metadata["bleu"] == 12.5 and metadata["keras_attention_version"]
     assert metadata["parameter_count"] == small.model.count_params()
 
-    loaded = Translator.from_preset(path)
+    loaded = Translator.from_preset(path, jit_compile=False)  # as `small`
     assert loaded.get_config() == small.get_config()
     for a, b in zip(_weights(small), _weights(loaded), strict=True):
         np.testing.assert_array_equal(a, b)
@@ -185,6 +187,7 @@ def test_bad_texts_are_named_and_bad_bytes_replaced(small):
         [bad.decode("utf-8", errors="replace")], beam_size=1)
 
 
+@pytest.mark.slow  # tokenizes and batches a dataset five times
 def test_fit_skips_pairs_with_a_blank_side(small, caplog):
     """`preprocess` (hence `fit`) skips the pairs with a blank side, as the
     recipe does in its files, says how many for a list, refuses when nothing
@@ -270,7 +273,9 @@ def _dead_pid():
     return process.pid
 
 
-@pytest.mark.parametrize("kill_at", ["writing", "first rename", "second rename"])
+@pytest.mark.parametrize("kill_at", [  # the quick tier keeps the kill between the renames
+    pytest.param("writing", marks=pytest.mark.slow),
+    pytest.param("first rename", marks=pytest.mark.slow), "second rename"])
 def test_a_killed_save_loses_nothing_and_is_cleaned_up(small, tmp_path, monkeypatch, kill_at):
     """kill -9 at each point of `save_to_preset` over an existing preset: the
     preset is the old one or the new one, never half of either and never
@@ -398,7 +403,7 @@ def test_early_stopping_travels_with_presets_and_exports(small, tmp_path):
     early = small.with_settings(early_stopping=True, beam_size=3)
     assert small.early_stopping == "never" and early.early_stopping is True
     expected = translate(small.model, small.source_tokenizer, small.target_tokenizer, SENTENCES,
-                         beam_size=3, length_penalty=0.6, verbose=0, jit_compile=True,
+                         beam_size=3, length_penalty=0.6, verbose=0, jit_compile=early.jit_compile,
                          early_stopping=True)
     assert early.translate_with_scores(SENTENCES) == expected
 
@@ -468,7 +473,7 @@ def test_remote_handles_go_through_keras_hub(small, tmp_path, monkeypatch):
         return path
 
     monkeypatch.setattr(preset_utils, "get_file", get_file)
-    loaded = Translator.from_preset("hf://someone/translator")
+    loaded = Translator.from_preset("hf://someone/translator", jit_compile=False)
     assert loaded.translate(SENTENCES) == small.translate(SENTENCES)
     assert {h for h, _ in asked} == {"hf://someone/translator"}
     assert ("hf://someone/translator", "tokenizer/target.vocab.txt") in asked

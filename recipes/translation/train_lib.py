@@ -107,10 +107,11 @@ def _check_workdir(config, workdir):
     path = os.path.join(workdir, "config.json")
     if not os.path.exists(path):
         return False
-    # XLA on or off changes the speed (and which generator draws the dropout
-    # masks), not the run: a run may resume with either, e.g. one written
-    # before --jit-compile's default became None (auto).
-    previous = dataclasses.replace(load_config(path), jit_compile=config.jit_compile)
+    # XLA on or off (training step, decoding) changes the speed (and which
+    # generator draws the dropout masks), not the run: a run may resume with
+    # either, e.g. one written before --jit-compile's default became None (auto).
+    previous = dataclasses.replace(load_config(path), jit_compile=config.jit_compile,
+                                   decode_jit_compile=config.decode_jit_compile)
     if previous != config:
         changed = [
             f"{f.name}: {getattr(previous, f.name)!r} -> {getattr(config, f.name)!r}"
@@ -316,7 +317,8 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     # The one object that translates (validation BLEU, the final score, the
     # heatmaps) and is saved (preset/, export/).
     translator = Translator(model, source_tokenizer, target_tokenizer,
-                            beam_size=config.beam_size, length_penalty=config.length_penalty)
+                            beam_size=config.beam_size, length_penalty=config.length_penalty,
+                            jit_compile=config.decode_jit_compile)
 
     def dataset_fn(input_context, seed_offset):
         return make_batches(

@@ -127,6 +127,7 @@ def test_decoding_without_xla_ops_gives_the_same_tokens(trained, search):
         np.testing.assert_array_equal(to_numpy(plain_scores), to_numpy(scores))
 
 
+@pytest.mark.search_bookkeeping  # which hypotheses, in which order: keras.ops code, one backend
 def test_beam_size_one_equals_greedy(trained):
     src, _ = reverse_task(np.random.default_rng(8), 8)
     untrained = tiny_model()
@@ -181,6 +182,7 @@ def test_scores_are_log_probability_over_the_length_penalty(trained, beam_size, 
         np.testing.assert_allclose(to_numpy(scores), expected, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.search_bookkeeping  # which hypotheses, in which order: keras.ops code, one backend
 def test_n_best_lists(trained):
     """`num_return_sequences=n`: entry 0 is the 1-best hypothesis, the n are
     distinct, each scored by the reference formula, finished ones first in
@@ -235,6 +237,7 @@ def test_no_module_is_named_like_what_its_package_exports(package):
     assert not modules & set(module.__all__), sorted(modules & set(module.__all__))
 
 
+@pytest.mark.search_bookkeeping  # which hypotheses, in which order: keras.ops code, one backend
 @pytest.mark.parametrize("search", [greedy_search, beam_search])
 def test_batched_decoding_equals_decoding_each_alone(trained, search):
     src, _ = reverse_task(np.random.default_rng(9), 5, min_len=1, max_len=7)
@@ -246,6 +249,7 @@ def test_batched_decoding_equals_decoding_each_alone(trained, search):
         np.testing.assert_allclose(s[0], scores[row], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.search_bookkeeping  # which hypotheses, in which order: keras.ops code, one backend
 @pytest.mark.parametrize("search", [greedy_search, beam_search])
 def test_output_stops_at_the_end_token_and_is_padded(trained, search):
     src, _ = reverse_task(np.random.default_rng(10), 16)
@@ -294,6 +298,7 @@ def test_bad_arguments(kwargs, match):
             greedy_search(model, [[3, 4]], **args)
 
 
+@pytest.mark.search_bookkeeping  # which hypotheses, in which order: keras.ops code, one backend
 @pytest.mark.slow  # eager decoding loops (out of the quick tier)
 def test_search_picks_greedy_for_one_beam_and_beam_search_otherwise():
     model = tiny_model()
@@ -308,6 +313,7 @@ def test_search_picks_greedy_for_one_beam_and_beam_search_otherwise():
         np.testing.assert_allclose(to_numpy(got[1]), to_numpy(expected[1]), rtol=1e-6)
 
 
+@pytest.mark.search_bookkeeping  # which hypotheses, in which order: keras.ops code, one backend
 @pytest.mark.slow  # eager decoding loops (out of the quick tier)
 @pytest.mark.parametrize("beam_size", [1, 3])
 def test_the_padding_id_is_never_generated(beam_size):
