@@ -157,6 +157,27 @@ def test_corrupt_backup_is_a_clear_error_and_is_left_alone(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
 
 
+def test_a_full_disk_at_a_backup_keeps_the_previous_one(tmp_path, monkeypatch):
+    """A backup that fails for lack of space (TensorFlow's error, patched in)
+    ends training with an OSError naming the step and the folder; the
+    half-written `ckpt-<step>_temp/` is removed and the previous backup is
+    the one a new trainer resumes from."""
+    trainer = make_trainer(tmp_path, backup_every_steps=5)
+    trainer.fit(reverse_batches(), total_steps=10, steps_per_epoch=10)
+
+    def full(self, checkpoint_number=None, **kwargs):
+        os.makedirs(os.path.join(self.directory, f"ckpt-{checkpoint_number}_temp"))
+        raise tf.errors.ResourceExhaustedError(None, None, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(tf.train.CheckpointManager, "save", full)
+        with pytest.raises(OSError, match=r"Could not write the backup at step 15 in .*backup "
+                           r"\(No space left on device\); the previous backup is kept"):
+            trainer.fit(reverse_batches(), total_steps=20, steps_per_epoch=10)
+    assert not [p for p in os.listdir(tmp_path / "backup") if p.endswith("_temp")]
+    assert make_trainer(tmp_path).restore_backup() == 10
+
+
 def test_checkpoint_errors(tmp_path):
     model = Transformer.from_preset("tiny", encoder_vocabulary_size=20, decoder_vocabulary_size=20)
     with pytest.raises(FileNotFoundError, match="nope.weights.h5"):
