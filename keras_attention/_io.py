@@ -3,6 +3,7 @@
 import contextlib
 import errno
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -49,22 +50,11 @@ def save_weights_atomic(model, path, what="checkpoint"):
         raise OSError(errno.ENOSPC, f"Could not write the {what} {path}: it needs about "
                       f"{needed / 2**20:.1f} MiB and {free / 2**20:.1f} MiB are free there. "
                       "Free some space and run the same command again.")
-    try:
-        model.save_weights(tmp)
-        os.replace(tmp, path)
-    except BaseException as e:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        if isinstance(e, OSError):
-            raise OSError(e.errno, f"Could not write the {what} {path}: "
-                          f"{e.strerror or e}") from None
-        raise
+    _write_then_rename(model.save_weights, tmp, path, f"the {what} ")
 
 
 def _nbytes(variable):
-    size = 1
-    for dim in variable.shape:
-        size *= int(dim)
+    size = math.prod(int(dim) for dim in variable.shape)
     return size * _ITEMSIZE.get(str(getattr(variable, "dtype", "float32")), 4)
 
 
@@ -72,20 +62,48 @@ _ITEMSIZE = {"float64": 8, "int64": 8, "float16": 2, "bfloat16": 2, "int8": 1, "
              "bool": 1}
 
 
-def atomic_write_text(path, text):
-    """Writes `text` (UTF-8) to a temporary file, then renames it to `path`:
-    readers, and a run killed mid-write, never see half a file."""
-    tmp = f"{path}.tmp"
+def _write_then_rename(write, tmp, path, what=""):
+    """`write(tmp)`, then `tmp` renamed to `path`; when either fails, `tmp` is
+    removed and an OSError (a full disk) names `what` and `path`."""
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
+        write(tmp)
         os.replace(tmp, path)
     except BaseException as e:
         with contextlib.suppress(OSError):
             os.remove(tmp)
-        if isinstance(e, OSError):  # e.g. a full disk: the old file is still whole
-            raise OSError(e.errno, f"Could not write {path}: {e.strerror or e}") from None
+        if isinstance(e, OSError):  # e.g. a full disk: an old `path` is still whole
+            raise OSError(e.errno, f"Could not write {what}{path}: {e.strerror or e}") from None
         raise
+
+
+@contextlib.contextmanager
+def named_write_errors(describe, tensorflow=False, cleanup=None):
+    """Turns a write that fails (an OSError; with `tensorflow`, also
+    TensorFlow's ResourceExhaustedError and DataLossError, what its savers
+    raise for a full disk) into one OSError whose message is
+    `describe(reason)`, after `cleanup()`."""
+    errors = (OSError,)
+    if tensorflow:
+        import tensorflow as tf
+
+        errors += (tf.errors.ResourceExhaustedError, tf.errors.DataLossError)
+    try:
+        yield
+    except errors as e:
+        if cleanup is not None:
+            cleanup()
+        reason = getattr(e, "message", None) or getattr(e, "strerror", None) or str(e)
+        raise OSError(describe(reason.strip())) from None
+
+
+def atomic_write_text(path, text):
+    """Writes `text` (UTF-8) to a temporary file, then renames it to `path`:
+    readers, and a run killed mid-write, never see half a file."""
+    def write(tmp):
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    _write_then_rename(write, f"{path}.tmp", path)
 
 
 class Layout:
@@ -148,13 +166,12 @@ def recover_leftovers(directory, prefix):
     (`<prefix><name>.<pid>.new-*`, `...old-*`) whose process is gone are
     removed, except that an old folder is renamed back to `directory` when
     the kill came between the two renames (`directory` missing). Folders of
-    a live process are left alone. Returns the paths removed or restored."""
+    a live process are left alone."""
     directory = os.path.abspath(os.fspath(directory))
     parent, name = os.path.split(directory)
     stem = f"{prefix}{name}."
     if not os.path.isdir(parent):
-        return []
-    done = []
+        return
     for entry in sorted(os.listdir(parent)):
         if not entry.startswith(stem):
             continue
@@ -166,8 +183,6 @@ def recover_leftovers(directory, prefix):
             os.replace(path, directory)
         else:
             shutil.rmtree(path, ignore_errors=True)
-        done.append(path)
-    return done
 
 
 @contextlib.contextmanager

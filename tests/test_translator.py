@@ -297,7 +297,8 @@ def test_a_killed_save_loses_nothing_and_is_cleaned_up(small, tmp_path, monkeypa
         real_replace(src, dst)
 
     with monkeypatch.context() as patch:
-        patch.setattr(io.os, "getpid", lambda: _dead_pid())
+        dead = _dead_pid()
+        patch.setattr(io.os, "getpid", lambda: dead)
         patch.setattr(io.shutil, "rmtree", lambda *a, **k: None)
         if kill_at == "writing":
             patch.setattr("keras_attention.translation.save_tokenizers",

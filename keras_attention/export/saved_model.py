@@ -17,14 +17,13 @@ in a process that imports nothing of this package. It is written with Keras'
 objects.
 """
 
-import contextlib
 import json
 import os
 
 import keras
 import tensorflow as tf
 
-from keras_attention._io import atomic_directory
+from keras_attention._io import atomic_directory, named_write_errors
 from keras_attention._validation import check_non_negative, check_positive_int
 from keras_attention.data.tokenizers import END_ID, START_ID, save_tokenizers, tokenize_with_end
 from keras_attention.decoding import search
@@ -93,18 +92,6 @@ def with_dtype_policy(model, dtype_policy):
     return clone
 
 
-@contextlib.contextmanager
-def _write_errors(path):
-    """A failed write of the SavedModel (a full disk: TensorFlow's
-    ResourceExhaustedError, or an OSError) as one OSError naming `path`."""
-    try:
-        yield
-    except (OSError, tf.errors.ResourceExhaustedError, tf.errors.DataLossError) as e:
-        reason = getattr(e, "message", None) or getattr(e, "strerror", None) or str(e)
-        raise OSError(f"Could not write the SavedModel {path} ({reason.strip()}); nothing "
-                      "was left there. Free some space, or export to another folder.") from None
-
-
 def export_translator(model, source_tokenizer, target_tokenizer, export_dir, version=None,
                       beam_size=4, length_penalty=0.6, max_output_length=None,
                       dtype_policy=None, verbose=False, early_stopping="never"):
@@ -156,7 +143,9 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
             # No declared shape: `check_text` checks it at run time (see there).
             input_signature=[tf.TensorSpec(None, tf.string, name="text")],
         )
-        with _write_errors(path):
+        with named_write_errors(lambda reason: (
+                f"Could not write the SavedModel {path} ({reason}); nothing was left there. "
+                "Free some space, or export to another folder."), tensorflow=True):
             archive.write_out(tmp, verbose=verbose)
             extra = os.path.join(tmp, "assets.extra")
             os.makedirs(extra, exist_ok=True)

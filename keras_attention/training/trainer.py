@@ -31,6 +31,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_attention._io import named_write_errors
 from keras_attention.training.checkpoints import save_checkpoint
 from keras_attention.training.losses import masked_correct, masked_cross_entropy
 from keras_attention.training.strategy import is_chief
@@ -196,16 +197,15 @@ class Trainer:
     def _save_backup(self, manager, step):
         if manager is None:
             return
-        try:
+        with named_write_errors(
+                lambda reason: (f"Could not write the backup at step {step} in "
+                                f"{manager.directory} ({reason}); the previous backup is kept. "
+                                "Free some space and run the same command again to resume."),
+                tensorflow=True,
+                # TensorFlow's half-written `ckpt-<step>_temp/` folder goes too.
+                cleanup=lambda: shutil.rmtree(
+                    os.path.join(manager.directory, f"ckpt-{step}_temp"), ignore_errors=True)):
             manager.save(checkpoint_number=step)
-        except (OSError, tf.errors.ResourceExhaustedError, tf.errors.DataLossError) as e:
-            # TensorFlow's half-written `ckpt-<step>_temp/` folder goes too.
-            shutil.rmtree(os.path.join(manager.directory, f"ckpt-{step}_temp"),
-                          ignore_errors=True)
-            reason = getattr(e, "message", None) or getattr(e, "strerror", None) or str(e)
-            raise OSError(f"Could not write the backup at step {step} in {manager.directory} "
-                          f"({reason.strip()}); the previous backup is kept. Free some space "
-                          "and run the same command again to resume.") from None
         if not self.chief:
             shutil.rmtree(manager.directory, ignore_errors=True)
 
