@@ -130,7 +130,10 @@ def run_benchmark(name, argv, capsys):
 
 
 # A fresh process that loads an exported SavedModel the way TF Serving does
-# (`python -c FRESH_PROCESS EXPORT_PATH JSON_SENTENCES`); prints one JSON line.
+# (`python -c FRESH_PROCESS EXPORT_PATH JSON_SENTENCES [--no-batches]`);
+# prints one JSON line. `--no-batches` leaves out the 256-sentence batch and
+# the threads (for another export of the same signature, e.g. another
+# tokenizer's: its ops, translations and edge cases are what it can change).
 FRESH_PROCESS = textwrap.dedent(
     """
     import json, sys, threading
@@ -177,6 +180,9 @@ FRESH_PROCESS = textwrap.dedent(
     result["translations"], result["scores"] = call(sentences)
     result["edge"], _ = call([b"", b"   \\t ", b"\\xff\\xfe bad \\xc3 bytes",
                               ("the red book " * 800).encode()])
+    if sys.argv[3:] == ["--no-batches"]:
+        print(json.dumps(result))
+        sys.exit(0)
     batch = [" ".join(sentences[: 1 + i % 4]) for i in range(256)]
     result["batch"], _ = call(batch)
     sequential = [call(batch[i * 8:(i + 1) * 8])[0] for i in range(8)]

@@ -119,14 +119,23 @@ def test_same_seed_same_examples_different_seed_different():
 
 def _fingerprint_in_subprocess(hash_seed):
     """Generates in a fresh interpreter with another PYTHONHASHSEED. The
-    module file is loaded directly, but its word tables import the package
-    (`keras_attention.data.en_es_words`), so the interpreter imports Keras too."""
+    grammar and its word tables (`keras_attention.data.en_es_words`) are
+    plain Python: their files are loaded without the package's `__init__`
+    (which imports Keras and TensorFlow, seconds that prove nothing here)."""
+    words = os.path.join(os.path.dirname(g.__file__), "en_es_words.py")
     code = (
-        "import hashlib, importlib.util, sys\n"
-        f"spec = importlib.util.spec_from_file_location('grammar', {g.__file__!r})\n"
-        "module = importlib.util.module_from_spec(spec)\n"
-        "sys.modules['grammar'] = module\n"
-        "spec.loader.exec_module(module)\n"
+        "import hashlib, importlib.util, sys, types\n"
+        "for name in ('keras_attention', 'keras_attention.data'):\n"
+        "    sys.modules[name] = types.ModuleType(name)  # no __init__ run\n"
+        "def load(name, path):\n"
+        "    spec = importlib.util.spec_from_file_location(name, path)\n"
+        "    module = importlib.util.module_from_spec(spec)\n"
+        "    sys.modules[name] = module\n"
+        "    spec.loader.exec_module(module)\n"
+        "    return module\n"
+        f"load('keras_attention.data.en_es_words', {words!r})\n"
+        f"module = load('grammar', {g.__file__!r})\n"
+        "assert not [m for m in sys.modules if m.startswith(('keras.', 'tensorflow'))]\n"
         "examples = module.generate_examples(300, seed=11)\n"
         "text = '\\n'.join(e.en + '|' + e.es + '|' + ','.join(sorted(e.phenomena))\n"
         "                  + '|' + repr(e.alignments) for e in examples)\n"

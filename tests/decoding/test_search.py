@@ -70,6 +70,22 @@ def test_trained_model_decodes_held_out_examples_exactly(trained):
         assert np.all(to_numpy(scores) <= 0)
 
 
+def full_recomputation(decode, model, src, *args, **kwargs):
+    """`decode(..., use_cache=False)`: the whole prefix through `decode_full`
+    at every step. On JAX as one `jax.jit` program: run eagerly, JAX compiles
+    every op again for each new prefix length (~30 s a test); traced, the
+    loop runs all `max_length` steps (a finished search's steps change
+    nothing), where eagerly it stops once every hypothesis has ended."""
+    def run(src):
+        return decode(model, src, *args, use_cache=False, **kwargs)
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        run = jax.jit(run)
+    return run(src)
+
+
 @pytest.mark.parametrize("search", ["greedy", "beam"])
 def test_cached_decoding_equals_full_recomputation(trained, search):
     src, _ = reverse_task(np.random.default_rng(7), 6)
@@ -77,10 +93,10 @@ def test_cached_decoding_equals_full_recomputation(trained, search):
     for model in (trained, untrained):  # untrained: long, end-less outputs
         if search == "greedy":
             fast = greedy_search(model, src, 9, START, END)
-            slow = greedy_search(model, src, 9, START, END, use_cache=False)
+            slow = full_recomputation(greedy_search, model, src, 9, START, END)
         else:
             fast = beam_search(model, src, 9, START, END, beam_size=3)
-            slow = beam_search(model, src, 9, START, END, beam_size=3, use_cache=False)
+            slow = full_recomputation(beam_search, model, src, 9, START, END, beam_size=3)
         np.testing.assert_array_equal(to_numpy(fast[0]), to_numpy(slow[0]))
         np.testing.assert_allclose(to_numpy(fast[1]), to_numpy(slow[1]), rtol=1e-5, atol=1e-5)
 

@@ -343,7 +343,7 @@ def test_benchmark_runs(tiny_run, tmp_path, capsys):
     out = tmp_path / "result.json"
     code, stdout, stderr = run_benchmark("ctranslate2", [
         "--workdir", str(workdir), "--sentences", "6", "--batch-size", "4",
-        "--latency-sentences", "2", "--skip-graph", "--json", str(out)], capsys)
+        "--latency-sentences", "2", "--rounds", "1", "--skip-graph", "--json", str(out)], capsys)
     assert code == 0, stderr[-3000:]
     data = json.loads(out.read_text())
     assert data["greedy_correctness"]["ctranslate2_float32_vs_ours_float32"]["identical"] == 1.0

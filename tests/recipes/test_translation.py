@@ -345,8 +345,8 @@ def test_own_tsv_holdout_sentencepiece_and_time_budget(tmp_path, text_files):
     tsv.write_text("".join(lines), encoding="utf-8")
     config = tiny_config(text_files, train_files=(str(tsv),), validation_files=None,
                          test_files=None, holdout=(30.0, 20.0), tokenizer="sentencepiece",
-                         vocabulary_size=300, steps=100_000, steps_per_epoch=40,
-                         time_budget=0.25, validation_bleu_sentences=10,
+                         vocabulary_size=300, steps=100_000, steps_per_epoch=20,
+                         time_budget=0.1, validation_bleu_sentences=10,
                          early_stopping_patience=50, max_eval_sentences=None)
     workdir = tmp_path / "run"
     metrics = train_and_evaluate(config, str(workdir), verbose=0)
@@ -364,12 +364,15 @@ def test_own_tsv_holdout_sentencepiece_and_time_budget(tmp_path, text_files):
         config.attention_plots) == 3  # one set per test sentence drawn
     assert metrics["export"] == str(workdir / "export" / "1")
     result = subprocess.run([sys.executable, "-c", FRESH_PROCESS, metrics["export"],
-                             json.dumps(["The red book is on the table."])],
+                             json.dumps(["The red book is on the table."]), "--no-batches"],
                             capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     served = json.loads(result.stdout.strip().splitlines()[-1])
     assert served["imported"] == [] and served["unregistered"] == []
+    assert any("Sentencepiece" in op for op in served["text_ops"]), served["text_ops"]
+    assert served["xla_ops"] == [] and served["xla_marked"] == []
     assert len(served["translations"]) == 1
+    assert served["edge"][:2] == ["", ""] and len(served["edge"]) == 4  # empty in, empty out
 
 
 @pytest.mark.parametrize(
