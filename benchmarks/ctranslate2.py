@@ -35,6 +35,7 @@ CTranslate2 by |Y|^alpha; the beam outputs may therefore differ (reported as
 the fraction identical to ours in float32), the greedy ones may not.
 
     python benchmarks/ctranslate2.py [--workdir /work/runs/translation] [--sentences 1000]
+        [--systems ours,ctranslate2_int8]   (some systems only; the references always)
 
 Writes benchmarks/results/ctranslate2-<cpu>.json (or --json) and prints a
 markdown table.
@@ -181,6 +182,23 @@ def markdown_table(results, batch_size):
     return "\n".join(rows)
 
 
+# The systems in the order they take turns; the first two are the tables'
+# references (identical outputs; ratios), always timed.
+SYSTEMS = ("ours", "ours_graph", "ours_float32", "ours_early_stopping",
+           "ours_heuristic_stopping", "saved_model", "ctranslate2_float32", "ctranslate2_int8")
+BASES = ("ours_float32", "ctranslate2_float32")
+
+
+def _system_list(text):
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in SYSTEMS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown system(s) {', '.join(map(repr, unknown)) or repr(text)}; "
+            f"expected a comma-separated list of {', '.join(SYSTEMS)}")
+    return names
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -201,9 +219,16 @@ def main(argv=None):
                         help="CTranslate2 intra_threads (default: the number of CPUs)")
     parser.add_argument("--skip-graph", action="store_true",
                         help="do not measure ours with jit_compile=False")
+    parser.add_argument("--systems", type=_system_list, default=None,
+                        help="comma-separated systems to time, of " + ", ".join(SYSTEMS)
+                        + f" (default: all; {' and '.join(BASES)}, the columns' references, "
+                        "are always timed)")
     parser.add_argument("--json", help="results file (default: "
                         "benchmarks/results/ctranslate2-<cpu>.json)")
     args = parser.parse_args(argv)
+    chosen = set(SYSTEMS if args.systems is None else args.systems) | set(BASES)
+    if args.skip_graph:
+        chosen.discard("ours_graph")
 
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (the SavedModel's ops)
@@ -263,14 +288,19 @@ def main(argv=None):
               f"log-prob difference {value['max_log_prob_difference']:.2e}", flush=True)
 
     # === 2. Speed and BLEU of beam search ===
-    versions = sorted(int(v) for v in os.listdir(os.path.join(args.workdir, "export"))
-                      if v.isdigit()) if os.path.isdir(os.path.join(args.workdir, "export")) else []
-    if versions:
-        export_path = os.path.join(args.workdir, "export", str(versions[-1]))
-    else:
-        export_path = translator.export(os.path.join(tmp, "export"))
-    export_settings = json.load(open(os.path.join(export_path, "assets.extra", "export.json")))
-    serving = tf.saved_model.load(export_path).signatures["serving_default"]
+    export_path = export_settings = serving = None
+    if "saved_model" in chosen:
+        export_dir = os.path.join(args.workdir, "export")
+        versions = sorted(int(v) for v in os.listdir(export_dir)
+                          if v.isdigit()) if os.path.isdir(export_dir) else []
+        if versions:
+            export_path = os.path.join(export_dir, str(versions[-1]))
+        else:
+            export_path = translator.export(os.path.join(tmp, "export"))
+        with open(os.path.join(export_path, "assets.extra", "export.json"),
+                  encoding="utf-8") as f:
+            export_settings = json.load(f)
+        serving = tf.saved_model.load(export_path).signatures["serving_default"]
     lengths = dict(zip(sentences, (len(r) for r in source.tokenize(tf.constant(sentences))
                                    .to_list())))
 
@@ -306,13 +336,12 @@ def main(argv=None):
                                     "`early_stopping=False`: Hugging Face's rule)",
                                     ours(translator.with_settings(early_stopping=False))),
         "saved_model": (f"our SavedModel (export {os.path.basename(export_path)}, "
-                        f"{export_settings['dtype_policy']}, beam {export_settings['beam_size']})",
-                        saved_model),
+                        f"{export_settings['dtype_policy']}, beam {export_settings['beam_size']})"
+                        if serving is not None else "", saved_model),
         "ctranslate2_float32": ("CTranslate2 float32", ctranslate2_run(ct2["float32"])),
         "ctranslate2_int8": ("CTranslate2 int8", ctranslate2_run(ct2["int8"])),
     }
-    if args.skip_graph:
-        del systems["ours_graph"]
+    systems = {name: systems[name] for name in SYSTEMS if name in chosen}
     results = {
         "machine": machine,
         "load_average_1min_at_start": load_at_start,
@@ -348,13 +377,17 @@ def main(argv=None):
         r["latency_vs_ctranslate2_float32"] = r["latency_p50_ms"] / base["latency_p50_ms"]
         r["beam_outputs_identical_to_ours_float32"] = sum(
             a == b for a, b in zip(hypotheses[name], hypotheses["ours_float32"])) / len(sentences)
-    int8 = results["systems"]["ctranslate2_int8"]
+    int8 = results["systems"].get("ctranslate2_int8")
     for name in ("ours", "ours_float32", "ours_early_stopping"):
+        if name not in results["systems"]:
+            continue
         r = results["systems"][name]
         results[f"ratio_{name}_to_ctranslate2_float32"] = {
             "throughput_batch": r["throughput_vs_ctranslate2_float32"],
             "throughput_batch_1": (r["sentences_per_second_batch_1"]
                                    / base["sentences_per_second_batch_1"])}
+        if int8 is None:
+            continue
         results[f"ratio_{name}_to_ctranslate2_int8"] = {
             "throughput_batch": (r["sentences_per_second_batch"]
                                  / int8["sentences_per_second_batch"]),

@@ -338,19 +338,32 @@ def test_tiny_run_through_the_recipe_and_the_helper(tiny_run, tmp_path, capsys):
     np.testing.assert_allclose(scores, our_scores, atol=TOLERANCE)
 
 
-def test_benchmark_runs(tiny_run, tmp_path, capsys):
+def test_benchmark_runs(tiny_run, tiny_export, tmp_path, capsys):
+    """The benchmark on the shared run, with its export (the SavedModel system
+    loads it) and ours with `early_stopping=True` next to the references
+    (ours in float32, CTranslate2 float32); the other settings of ours are
+    the same code path, each with its own XLA compilations (~6 s here)."""
     _, workdir, _ = tiny_run
+    assert tiny_export.startswith(str(workdir / "export"))
     out = tmp_path / "result.json"
     code, stdout, stderr = run_benchmark("ctranslate2", [
         "--workdir", str(workdir), "--sentences", "6", "--batch-size", "4",
-        "--latency-sentences", "2", "--rounds", "1", "--skip-graph", "--json", str(out)], capsys)
+        "--latency-sentences", "2", "--rounds", "1", "--json", str(out),
+        "--systems", "ours_early_stopping,saved_model,ctranslate2_int8"], capsys)
     assert code == 0, stderr[-3000:]
     data = json.loads(out.read_text())
     assert data["greedy_correctness"]["ctranslate2_float32_vs_ours_float32"]["identical"] == 1.0
-    assert set(data["systems"]) == {"ours", "ours_float32", "ours_early_stopping",
-                                    "ours_heuristic_stopping", "saved_model",
+    # the chosen systems and the two references (ours float32, CTranslate2 float32)
+    assert set(data["systems"]) == {"ours_float32", "ours_early_stopping", "saved_model",
                                     "ctranslate2_float32", "ctranslate2_int8"}
-    assert data["machine"]["model"] and data["ratio_ours_to_ctranslate2_float32"][
+    assert data["machine"]["model"] and data["ratio_ours_float32_to_ctranslate2_float32"][
         "throughput_batch"] > 0
     assert data["ratio_ours_early_stopping_to_ctranslate2_float32"]["throughput_batch"] > 0
-    assert "| CTranslate2 int8 |" in stdout
+    assert data["ratio_ours_float32_to_ctranslate2_int8"]["throughput_batch"] > 0
+    assert "ratio_ours_to_ctranslate2_float32" not in data  # not timed, so no ratio
+    assert "| CTranslate2 int8 |" in stdout and "our SavedModel (export 1," in stdout
+
+
+def test_benchmark_refuses_an_unknown_system(capsys):
+    code, _, stderr = run_benchmark("ctranslate2", ["--systems", "ours,marian"], capsys)
+    assert code == 2 and "unknown system(s) 'marian'" in stderr and "ctranslate2_int8" in stderr
