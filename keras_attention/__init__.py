@@ -40,6 +40,27 @@ def _register_training_objects():
 _register_training_objects()
 
 
+def _register_keras_hub_classes():
+    """Registers the keras-hub classes of `keras_attention.hub` (backbone,
+    task, preprocessor, tokenizer) where keras-hub and TensorFlow Text are
+    installed, on the TensorFlow backend: keras-hub's own `from_preset`
+    then loads this package's presets. (keras-hub imports TensorFlow,
+    which `import keras_attention` on JAX does not.)"""
+    import keras
+
+    if keras.backend.backend() != "tensorflow":
+        return
+    try:
+        import keras_hub  # noqa: F401
+        import tensorflow_text  # noqa: F401
+    except ImportError:
+        return
+    from keras_attention import hub  # noqa: F401
+
+
+_register_keras_hub_classes()
+
+
 def __getattr__(name):
     """`keras_attention.Translator`, imported on first use: it needs TensorFlow
     Text (the `recipes` extra), which the layers and models do not."""

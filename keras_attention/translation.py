@@ -36,11 +36,9 @@ from keras_attention.data.tokenizers import (
     _file_inside,
     load_tokenizer,
     load_tokenizers,
-    save_tokenizers,
     tokenize_with_end,
 )
-from keras_attention.decoding import search
-from keras_attention.decoding._loop import check_early_stopping
+from keras_attention.decoding import check_early_stopping, search
 from keras_attention.layers import xla_ops_allowed
 
 logger = logging.getLogger("keras_attention")
@@ -194,10 +192,20 @@ CONFIG_FILE = "config.json"  # keras-hub's names (keras_hub/src/utils/preset_uti
 MODEL_WEIGHTS_FILE = "model.weights.h5"
 METADATA_FILE = "metadata.json"
 TRANSLATOR_FILE = "translator.json"  # the decoding settings
-TOKENIZER_DIR = "tokenizer"  # source.json, source.vocab.txt (or .model), target.*
+# keras-hub's task, preprocessor and tokenizer configs, and the tokenizers'
+# files: assets/tokenizer/source.* (source.json, source.vocab.txt, or
+# source.model) and assets/target_tokenizer/target.*.
+TASK_FILE, PREPROCESSOR_FILE = "task.json", "preprocessor.json"
+TOKENIZER_FILES = {"source": ("tokenizer.json", "assets/tokenizer"),
+                   "target": ("target_tokenizer.json", "assets/target_tokenizer")}
+ASSETS_DIR = "assets"
+# Presets written before the keras-hub classes: source.* and target.* in one folder.
+LEGACY_TOKENIZER_DIR = "tokenizer"
 # What `save_to_preset(..., overwrite=True)` may replace: a preset it wrote.
 PRESET_LAYOUT = Layout("Translator preset", required=(CONFIG_FILE, TRANSLATOR_FILE),
-                       allowed=(MODEL_WEIGHTS_FILE, METADATA_FILE, TOKENIZER_DIR))
+                       allowed=(MODEL_WEIGHTS_FILE, METADATA_FILE, TASK_FILE, PREPROCESSOR_FILE,
+                                *(f for f, _ in TOKENIZER_FILES.values()), ASSETS_DIR,
+                                LEGACY_TOKENIZER_DIR))
 PRESET_TEMP_PREFIX = ".preset-"  # its temporary folders, next to it
 REMOTE_SCHEMES = ("kaggle", "hf")  # resolved by keras-hub's `get_file`
 _RUN_METRICS = ("bleu", "sacrebleu_signature", "chrf", "chrf_signature", "eval_split",
@@ -436,32 +444,67 @@ class Translator:
         return type(self)(self.model, self.source_tokenizer, self.target_tokenizer,
                           **{**settings, **overrides}, metadata=self.metadata)
 
-    def save_to_preset(self, preset_dir, overwrite=False):
-        """Writes a preset directory that `from_preset` reads, in keras-hub's
-        layout (so `keras_hub.upload_preset(handle, preset_dir)` accepts it):
+    def as_keras_hub_task(self):
+        """This translator as keras-hub's task: a
+        `keras_attention.hub.TransformerSeq2SeqLM` on a `TransformerBackbone`
+        (this model, or a copy of it when it is a plain `Transformer`), with
+        a preprocessor of the two tokenizers and the decoding settings
+        (`generate` gives `translate`'s translations; `max_output_length` is
+        the preprocessor's `decoder_sequence_length`). Needs keras-hub."""
+        from keras_attention.hub import (
+            TransformerBackbone,
+            TransformerSeq2SeqLM,
+            TransformerSeq2SeqLMPreprocessor,
+            TransformerTokenizer,
+        )
 
-            config.json        the model, as `keras.saving.serialize_keras_object` gives it
-            model.weights.h5   its weights
-            tokenizer/         source.* and target.* (vocabularies and their settings)
-            translator.json    the decoding settings (beam size, length penalty, ...)
-            metadata.json      versions, parameter count, the training config and BLEU
+        limit = self.model.max_length
+        preprocessor = TransformerSeq2SeqLMPreprocessor(
+            TransformerTokenizer(self.source_tokenizer, config_file="tokenizer.json",
+                                 name="source_tokenizer"),
+            TransformerTokenizer(self.target_tokenizer, config_file="target_tokenizer.json",
+                                 name="target_tokenizer"),
+            encoder_sequence_length=limit,
+            decoder_sequence_length=min(self.max_output_length or limit, limit))
+        return TransformerSeq2SeqLM(TransformerBackbone.from_transformer(self.model),
+                                    preprocessor, beam_size=self.beam_size,
+                                    length_penalty=self.length_penalty,
+                                    early_stopping=self.early_stopping)
+
+    def save_to_preset(self, preset_dir, overwrite=False):
+        """Writes a preset directory in keras-hub's layout, which `from_preset`,
+        keras-hub's own `from_preset` (`keras_hub.models.Seq2SeqLM`,
+        `.Backbone`, `keras_hub.tokenizers.Tokenizer`) and
+        `keras_hub.upload_preset(handle, preset_dir)` accept:
+
+            config.json            the model, a `TransformerBackbone`
+            model.weights.h5       its weights
+            task.json              the `TransformerSeq2SeqLM` task (with the decoding settings)
+            preprocessor.json      its preprocessor
+            tokenizer.json         the source tokenizer (target_tokenizer.json: the target's)
+            assets/                their vocabularies: tokenizer/source.*, target_tokenizer/target.*
+            translator.json        the decoding settings (beam size, length penalty, ...)
+            metadata.json          versions, parameter count, the training config and BLEU
 
         The directory appears complete or not at all; an existing one is
         replaced only with `overwrite=True`, and only if it is a preset
         (these files and nothing else): never a run directory or another folder.
         """
+        import keras_hub
+
         from keras_attention import __version__
 
+        task = self.as_keras_hub_task()
         preset_dir = os.fspath(preset_dir)
         with atomic_directory(preset_dir, PRESET_TEMP_PREFIX, overwrite, PRESET_LAYOUT) as tmp:
-            config = keras.saving.serialize_keras_object(self.model)
-            for key in ("compile_config", "build_config"):  # as keras-hub's saver
-                config.pop(key, None)
-            _write_json(os.path.join(tmp, CONFIG_FILE), config)
-            save_weights_atomic(self.model, os.path.join(tmp, MODEL_WEIGHTS_FILE),
+            # keras-hub's files, as its own saver writes them (its configs
+            # without compile and build configs); the weights by the write
+            # that checks the room first (h5py crashes on a full disk).
+            _write_json(os.path.join(tmp, CONFIG_FILE), _serialized(task.backbone))
+            save_weights_atomic(task.backbone, os.path.join(tmp, MODEL_WEIGHTS_FILE),
                                 "preset's weights file")
-            save_tokenizers(os.path.join(tmp, TOKENIZER_DIR), self.source_tokenizer,
-                            self.target_tokenizer)
+            _write_json(os.path.join(tmp, TASK_FILE), _serialized(task))
+            task.preprocessor.save_to_preset(tmp)  # preprocessor.json, tokenizers, assets/
             _write_json(os.path.join(tmp, TRANSLATOR_FILE), {
                 "module": type(self).__module__, "class_name": type(self).__name__,
                 "config": self.get_config()})
@@ -469,7 +512,9 @@ class Translator:
                 **self.metadata,
                 "keras_attention_version": __version__,
                 "keras_version": keras.version(),
-                "parameter_count": self.model.count_params(),
+                "keras_hub_version": keras_hub.__version__,
+                "tasks": ["Seq2SeqLM"],
+                "parameter_count": task.backbone.count_params(),
                 "date_saved": time.strftime("%Y-%m-%d@%H:%M:%S"),
             })
         return preset_dir
@@ -578,6 +623,20 @@ def _restored(preset_dir):
     return os.path.isdir(preset_dir)
 
 
+def _serialized(obj):
+    """`keras.saving.serialize_keras_object(obj)` without compile and build
+    configs, at every depth (keras-hub's preset saver drops them too)."""
+    def drop(config):
+        if isinstance(config, dict):
+            return {k: drop(v) for k, v in config.items()
+                    if k not in ("compile_config", "build_config")}
+        if isinstance(config, list):
+            return [drop(v) for v in config]
+        return config
+
+    return drop(keras.saving.serialize_keras_object(obj))
+
+
 def _write_json(path, value):
     atomic_write_text(path, json.dumps(value, indent=2) + "\n")
 
@@ -609,11 +668,11 @@ def _from_local_directory(cls, directory):
     if not os.path.isfile(config_path):
         raise FileNotFoundError(
             f"{directory} has no {CONFIG_FILE}: it is neither a preset directory "
-            f"({CONFIG_FILE}, {MODEL_WEIGHTS_FILE}, {TOKENIZER_DIR}/), a run directory "
+            f"({CONFIG_FILE}, {MODEL_WEIGHTS_FILE}, {ASSETS_DIR}/), a run directory "
             "(config.json, model.keras, vocab/) nor an export (assets.extra/export.json).")
     config = read_json(config_path)
     if "class_name" in config:  # a preset: a serialized model
-        _missing(directory, "a preset directory", (MODEL_WEIGHTS_FILE, TOKENIZER_DIR))
+        _missing(directory, "a preset directory", (MODEL_WEIGHTS_FILE,))
         return _from_preset_files(cls, lambda name: os.path.join(directory, name))
     _missing(directory, "a run directory", ("model.keras", "vocab"))
     metadata = {"training_config": config}
@@ -642,17 +701,7 @@ def _from_preset_files(cls, get_file):
         raise ValueError(f"{config_path} describes a {type(model).__name__}, not a "
                          "keras_attention Transformer: it is not a Translator preset.")
     load_weights_checked(model, get_file(MODEL_WEIGHTS_FILE), "preset's weights file")
-    tokenizers = []
-    for prefix in ("source", "target"):
-        config_path = get_file(f"{TOKENIZER_DIR}/{prefix}.json")
-        tokenizer_config = read_json(config_path, "a preset's tokenizer config")
-        for key in ("vocabulary_file", "model_file"):
-            if key in tokenizer_config:
-                # A file name inside the preset's tokenizer/ (checked before
-                # anything is downloaded), then downloaded.
-                _file_inside(os.path.dirname(config_path), prefix, tokenizer_config, key)
-                get_file(f"{TOKENIZER_DIR}/{tokenizer_config[key]}")
-        tokenizers.append(load_tokenizer(os.path.dirname(config_path), prefix))
+    tokenizers = [_preset_tokenizer(get_file, side) for side in ("source", "target")]
     settings_path = get_file(TRANSLATOR_FILE)
     settings = read_json(settings_path, "a preset's decoding settings")
     known = set(inspect.signature(cls).parameters) - {
@@ -666,6 +715,32 @@ def _from_preset_files(cls, get_file):
                          f"some of {sorted(known)} (saved by a newer keras_attention?).")
     metadata = read_json(get_file(METADATA_FILE), "a preset's metadata")
     return cls(model, *tokenizers, **settings["config"], metadata=metadata)
+
+
+def _preset_tokenizer(get_file, side):
+    """The `side` ("source" or "target") tokenizer of a preset: keras-hub's
+    assets folder, or the `tokenizer/` folder of a preset written before."""
+    folders = (TOKENIZER_FILES[side][1], LEGACY_TOKENIZER_DIR)
+    for folder in folders:
+        try:
+            config_path = get_file(f"{folder}/{side}.json")
+        except FileNotFoundError:
+            continue
+        if os.path.isfile(config_path):
+            break
+    else:
+        raise FileNotFoundError(
+            f"The preset has no tokenizer for the {side} side: no "
+            f"{folders[0]}/{side}.json (nor {folders[1]}/{side}.json, the place of "
+            "presets written by earlier versions).")
+    tokenizer_config = read_json(config_path, "a preset's tokenizer config")
+    for key in ("vocabulary_file", "model_file"):
+        if key in tokenizer_config:
+            # A file name inside the tokenizer's folder (checked before
+            # anything is downloaded), then downloaded.
+            _file_inside(os.path.dirname(config_path), side, tokenizer_config, key)
+            get_file(f"{folder}/{tokenizer_config[key]}")
+    return load_tokenizer(os.path.dirname(config_path), side)
 
 
 def _from_remote_preset(cls, handle):

@@ -15,6 +15,7 @@
 """
 
 import argparse
+import ast
 import configparser
 import contextlib
 import glob
@@ -42,6 +43,7 @@ RUN = "runs/translation"  # the documented run directory, replaced by the shared
 GROUPS = {
     ("README.md", "layers"): ["OutputProjection(8000)"],
     ("README.md", "translate"): ["num_return_sequences=3"],
+    ("README.md", "keras_hub"): ["keras_hub.models.Seq2SeqLM"],
     ("docs/layers.md", "cache"): ["initialize_self_attention_cache"],
     ("docs/decoding.md", "search"): ["Transformer.from_preset"],
     # The plain-Keras lines first, so that they run in a process where only
@@ -196,7 +198,8 @@ def fresh_process(tiny_run, tiny_export, tmp_path_factory):
     process, each program in its own namespace, in this order: docs/serving.md's
     SavedModel block (TensorFlow only: no keras_attention module may be loaded
     yet), docs/decoding.md's Translator blocks (the plain Keras model loads
-    after `import keras_attention` alone), the README's Translator block.
+    after `import keras_attention` alone), the README's Translator block,
+    its keras-hub block.
     Returns `{name: what the program printed}` and the folder of the saved preset."""
     _, workdir, _ = tiny_run
     tmp_path = tmp_path_factory.mktemp("fresh")
@@ -230,7 +233,8 @@ def fresh_process(tiny_run, tiny_export, tmp_path_factory):
         one_liner = Translator.from_preset({str(workdir)!r}).translate({SENTENCES!r})
         print(json.dumps([one_liner, served]))
         """)
-    programs = [("serving", serving), ("decoding", decoding), ("readme", readme)]
+    hub = _code("README.md", "keras_hub", _run_replacements(workdir))
+    programs = [("serving", serving), ("decoding", decoding), ("readme", readme), ("hub", hub)]
     runner = textwrap.dedent(
         f"""
         import contextlib, io, json
@@ -286,6 +290,25 @@ def test_readme_translate_block_in_a_fresh_process(tiny_run, fresh_process):
     assert lines[0].startswith("['")  # the block's first print: a list of one string
     assert one_liner == Translator.from_preset(str(workdir)).translate(SENTENCES)
     assert served == [one_liner[0]]
+
+
+def test_readme_keras_hub_block_in_a_fresh_process(tiny_run, fresh_process):
+    """The README's keras-hub block, run as written in a fresh process:
+    keras-hub's `Seq2SeqLM.from_preset` loads the run's preset and `generate`
+    gives the Translator's translation, which the SavedModel gives too;
+    a keras-hub sampler gives a string."""
+    from keras_attention import Translator
+
+    _, workdir, _ = tiny_run
+    outputs, _ = fresh_process
+    generated, sampled = outputs["hub"].strip().splitlines()
+    sentence = ["The red book is on the table."]
+    expected = Translator.from_preset(str(workdir)).translate(sentence)
+    assert generated == repr(expected)
+    served, _ = json.loads(outputs["serving"].strip().splitlines()[-1])
+    assert served == expected
+    sampled = ast.literal_eval(sampled)  # a printed list of str
+    assert isinstance(sampled, list) and len(sampled) == 1 and isinstance(sampled[0], str)
 
 
 def test_serving_ctranslate2_block(tiny_run, tmp_path):

@@ -11,6 +11,7 @@ import textwrap
 import types
 import warnings
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -49,12 +50,17 @@ def _weights(translator):
 def test_preset_round_trip_is_bit_identical(small, tmp_path):
     path = small.save_to_preset(str(tmp_path / "preset"))
     for name in ("config.json", "model.weights.h5", "metadata.json", "translator.json",
-                 "tokenizer/source.json", "tokenizer/source.vocab.txt",
-                 "tokenizer/target.json", "tokenizer/target.vocab.txt"):
+                 "task.json", "preprocessor.json", "tokenizer.json", "target_tokenizer.json",
+                 "assets/tokenizer/source.json", "assets/tokenizer/source.vocab.txt",
+                 "assets/target_tokenizer/target.json",
+                 "assets/target_tokenizer/target.vocab.txt"):
         assert os.path.exists(os.path.join(path, name)), name
     config = json.load(open(os.path.join(path, "config.json")))
-    assert config["class_name"] == "Transformer" and "registered_name" in config
+    assert config["class_name"] == "TransformerBackbone"
+    assert config["registered_name"] == "keras_attention>TransformerBackbone"
     assert "build_config" not in config and "compile_config" not in config
+    task = json.load(open(os.path.join(path, "task.json")))
+    assert "build_config" not in json.dumps(task) and "compile_config" not in json.dumps(task)
     metadata = json.load(open(os.path.join(path, "metadata.json")))
     assert metadata["bleu"] == 12.5 and metadata["keras_attention_version"]
     assert metadata["parameter_count"] == small.model.count_params()
@@ -69,13 +75,35 @@ def test_preset_round_trip_is_bit_identical(small, tmp_path):
     assert Translator.from_preset(path, beam_size=1).beam_size == 1
 
 
+def test_a_preset_of_the_earlier_layout_still_loads(small, tmp_path):
+    """Presets written before the keras-hub classes (config.json a plain
+    Transformer, the tokenizers in tokenizer/) load as before."""
+    from keras_attention.data.tokenizers import save_tokenizers
+
+    old = tmp_path / "old"
+    shutil.copytree(small.save_to_preset(str(tmp_path / "new")), old)
+    for name in ("task.json", "preprocessor.json", "tokenizer.json", "target_tokenizer.json"):
+        os.remove(old / name)
+    shutil.rmtree(old / "assets")
+    save_tokenizers(str(old / "tokenizer"), small.source_tokenizer, small.target_tokenizer)
+    config = keras.saving.serialize_keras_object(small.model)
+    (old / "config.json").write_text(json.dumps(config))
+    loaded = Translator.from_preset(str(old), jit_compile=False)
+    assert type(loaded.model) is Transformer
+    assert loaded.translate_with_scores(SENTENCES) == small.translate_with_scores(SENTENCES)
+
+
 def test_preset_passes_keras_hub_layout_checks(small, tmp_path):
-    preset_utils = pytest.importorskip("keras_hub.src.utils.preset_utils")
+    """`keras_hub.upload_preset` checks a preset's files before it looks at the
+    handle: a preset passes them (and the unknown scheme is refused after),
+    a folder without weights does not."""
+    keras_hub = pytest.importorskip("keras_hub")
     path = small.save_to_preset(str(tmp_path / "preset"))
-    preset_utils._validate_backbone(path)  # what keras_hub.upload_preset checks first
-    preset_utils.create_model_card(path)  # what it writes for Hugging Face
-    assert "Transformer" in open(os.path.join(path, "README.md")).read()
-    assert preset_utils.load_json(path)["class_name"] == "Transformer"
+    with pytest.raises(ValueError, match="Unknown URI"):
+        keras_hub.upload_preset("file:///nowhere", path)
+    os.remove(os.path.join(path, "model.weights.h5"))
+    with pytest.raises(FileNotFoundError, match="weights file is missing"):
+        keras_hub.upload_preset("file:///nowhere", path)
 
 
 def test_save_refuses_to_overwrite_unless_asked(small, tmp_path):
@@ -301,7 +329,8 @@ def test_a_killed_save_loses_nothing_and_is_cleaned_up(small, tmp_path, monkeypa
         patch.setattr(io.os, "getpid", lambda: dead)
         patch.setattr(io.shutil, "rmtree", lambda *a, **k: None)
         if kill_at == "writing":
-            patch.setattr("keras_attention.translation.save_tokenizers",
+            # after config.json, the weights and task.json, before the tokenizers
+            patch.setattr("keras_attention.hub.TransformerSeq2SeqLMPreprocessor.save_to_preset",
                           lambda *a: (_ for _ in ()).throw(_Killed()))
         else:
             patch.setattr(io.os, "replace", replace)
@@ -342,6 +371,8 @@ def test_a_full_disk_leaves_no_partial_file(small, tmp_path, monkeypatch):
                            "No space left"):
             save_weights_atomic(small.model, weights)
         assert os.listdir(tmp_path) == []
+        # (the preset writes a TransformerBackbone copy of the model: its class's)
+        patch.setattr(Transformer, "save_weights", lambda self, path, *a, **k: full(path))
         with pytest.raises(OSError, match="Could not write .*preset.*No space left"):
             small.save_to_preset(str(tmp_path / "preset"))
         assert os.listdir(tmp_path) == []
@@ -443,8 +474,8 @@ def test_bad_paths_name_what_is_missing(small, tmp_path):
         Translator.from_preset(broken)
     broken = str(tmp_path / "no_tokenizers")
     shutil.copytree(preset, broken)
-    shutil.rmtree(os.path.join(broken, "tokenizer"))
-    with pytest.raises(FileNotFoundError, match="has no tokenizer"):
+    shutil.rmtree(os.path.join(broken, "assets"))
+    with pytest.raises(FileNotFoundError, match="has no tokenizer for the source side"):
         Translator.from_preset(broken)
 
     run = tmp_path / "run"  # a run directory without vocab/
@@ -477,12 +508,12 @@ def test_remote_handles_go_through_keras_hub(small, tmp_path, monkeypatch):
     loaded = Translator.from_preset("hf://someone/translator", jit_compile=False)
     assert loaded.translate(SENTENCES) == small.translate(SENTENCES)
     assert {h for h, _ in asked} == {"hf://someone/translator"}
-    assert ("hf://someone/translator", "tokenizer/target.vocab.txt") in asked
+    assert ("hf://someone/translator", "assets/target_tokenizer/target.vocab.txt") in asked
     os.remove(os.path.join(preset, "translator.json"))
     with pytest.raises(FileNotFoundError, match="has no translator.json"):
         Translator.from_preset("kaggle://someone/translator/keras/tiny")
     # A file name that leads outside the preset is refused before it is asked for.
-    config_path = os.path.join(preset, "tokenizer", "target.json")
+    config_path = os.path.join(preset, "assets", "target_tokenizer", "target.json")
     config = json.load(open(config_path))
     json.dump({**config, "vocabulary_file": "../../secret.txt"}, open(config_path, "w"))
     asked.clear()

@@ -1,0 +1,43 @@
+"""`TransformerBackbone`: our `Transformer` as a keras-hub `Backbone`.
+
+It *is* a `keras_attention.models.Transformer` (the same functional graph,
+layers, weights, cache and decoding methods, built by the same constructor)
+and a `keras_hub.models.Backbone`, so `keras_hub.models.Backbone.from_preset`
+loads it, `enable_lora` finds its query and value projections, and every
+part of this package that takes a Transformer takes it.
+"""
+
+import keras
+import keras_hub
+
+from keras_attention.models import Transformer
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TransformerBackbone(Transformer, keras_hub.models.Backbone):
+    """The encoder-decoder Transformer as a keras-hub `Backbone`.
+
+    The constructor's arguments, inputs and outputs are
+    `keras_attention.models.Transformer`'s: `{"encoder_tokens": [B, S],
+    "decoder_tokens": [B, T]}` int ids (0 is padding) to float32 logits
+    `[B, T, V]`; `TransformerSeq2SeqLM` is its keras-hub task.
+
+    Example:
+
+    >>> backbone = TransformerBackbone.from_preset("runs/translation/preset")
+    >>> backbone = TransformerBackbone.from_transformer(model)  # a trained Transformer
+    """
+
+    @classmethod
+    def from_transformer(cls, model):
+        """This class with `model`'s config and a copy of its weights (`model`
+        itself when it already is one)."""
+        if isinstance(model, cls):
+            return model
+        if not isinstance(model, Transformer):
+            raise TypeError("`model` must be a keras_attention Transformer; received "
+                            f"{type(model).__name__}.")
+        backbone = cls.from_config(model.get_config())
+        backbone.set_weights(model.get_weights())
+        return backbone
+

@@ -1,0 +1,150 @@
+"""`TransformerSeq2SeqLM`: the translation task as a keras-hub `Seq2SeqLM`.
+
+`keras_hub.models.Seq2SeqLM.from_preset(dir)` loads it from a preset that
+the recipe or `Translator.save_to_preset` wrote; `generate` translates
+strings with `SearchSampler` (the `Translator`'s length-penalised beam
+search) by default, or with any keras-hub sampler given to `compile`.
+"""
+
+import keras
+import keras_hub
+from keras import ops
+
+from keras_attention._constants import END_ID, START_ID
+from keras_attention.hub.search_sampler import SearchSampler
+from keras_attention.hub.transformer_backbone import TransformerBackbone
+from keras_attention.hub.transformer_seq_2_seq_lm_preprocessor import (
+    TransformerSeq2SeqLMPreprocessor,
+)
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
+    """An encoder-decoder Transformer translator as a keras-hub task.
+
+    Args:
+        backbone: a `TransformerBackbone`.
+        preprocessor: a `TransformerSeq2SeqLMPreprocessor`, or `None`.
+        beam_size, length_penalty, early_stopping: the default search's
+            settings (`SearchSampler`; the `Translator`'s).
+        **kwargs: `keras_hub.models.Seq2SeqLM` arguments.
+
+    Its inputs are keras-hub's (`encoder_token_ids`, `encoder_padding_mask`,
+    `decoder_token_ids`, `decoder_padding_mask`); ids outside the masks are
+    read as padding. Its output is the backbone's float32 logits.
+
+    Example:
+
+    >>> task = keras_hub.models.Seq2SeqLM.from_preset("runs/translation/preset")
+    >>> task.generate(["The red book is on the table."])
+    >>> task.compile(sampler="top_k")  # keras-hub's samplers, e.g. for back-translation
+    """
+
+    backbone_cls = TransformerBackbone
+    preprocessor_cls = TransformerSeq2SeqLMPreprocessor
+
+    def __init__(self, backbone, preprocessor=None, beam_size=4, length_penalty=0.6,
+                 early_stopping="never", **kwargs):
+        # Checked here, once, whatever sampler `compile` gets later.
+        self._search_settings = SearchSampler(beam_size, length_penalty, early_stopping)
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        inputs = {
+            name: keras.Input((None,), dtype=dtype, name=name)
+            for name, dtype in (("encoder_token_ids", "int32"), ("encoder_padding_mask", "bool"),
+                                ("decoder_token_ids", "int32"), ("decoder_padding_mask", "bool"))
+        }
+        logits = backbone({
+            "encoder_tokens": ops.where(inputs["encoder_padding_mask"],
+                                        inputs["encoder_token_ids"], 0),
+            "decoder_tokens": ops.where(inputs["decoder_padding_mask"],
+                                        inputs["decoder_token_ids"], 0),
+        })
+        super().__init__(inputs=inputs, outputs=logits, **kwargs)
+        self.beam_size = beam_size
+        self.length_penalty = length_penalty
+        self.early_stopping = early_stopping
+
+    def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto",
+                sampler="auto", **kwargs):
+        """keras-hub's `compile`; `sampler="auto"` (the default) is the
+        translator's search (`SearchSampler` with this task's settings),
+        otherwise a keras-hub sampler or its name ("greedy", "beam", "top_k",
+        "top_p", "random", ...)."""
+        if sampler == "auto":
+            sampler = SearchSampler(**self._search_settings.get_config())
+        super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
+                        sampler=sampler, **kwargs)
+
+    def generate(self, inputs, max_length=None, stop_token_ids="auto", strip_prompt=False):
+        """keras-hub's `generate`: strings in, translations out (with the
+        preprocessor). `max_length`: the most tokens of a translation, `[END]`
+        included (default: the preprocessor's `decoder_sequence_length`); at
+        most the model's `max_length`."""
+        limit = self.backbone.max_length
+        if max_length is not None and not 1 <= max_length <= limit:
+            raise ValueError(f"`max_length` must be in [1, {limit}] (the model's positions); "
+                             f"received {max_length!r}.")
+        if isinstance(self.sampler, SearchSampler) and isinstance(inputs, dict) and (
+                inputs.get("decoder_text") is not None):
+            raise ValueError("The default search translates from [START]; a decoder prompt "
+                             "(`decoder_text`) needs one of keras-hub's samplers, e.g. "
+                             'task.compile(sampler="greedy").')
+        return super().generate(inputs, max_length=max_length, stop_token_ids=stop_token_ids,
+                                strip_prompt=strip_prompt)
+
+    def generate_step(self, inputs, stop_token_ids=None):
+        """One batch of generation (compiled by `generate`): the encoder once,
+        then the sampler over the decoder's key/value cache, one position at
+        a time from the prompt's `[START]` (a longer prompt is read into the
+        cache as it goes)."""
+        encoder_token_ids = ops.where(inputs["encoder_padding_mask"],
+                                      inputs["encoder_token_ids"], 0)
+        prompt = inputs["decoder_token_ids"]
+        prompt_mask = ops.cast(inputs["decoder_padding_mask"], "bool")
+        if isinstance(self.sampler, SearchSampler):  # the search encodes the source itself
+            tokens = self.sampler(next=None, prompt=prompt, model=self,
+                                  encoder_token_ids=encoder_token_ids)
+        else:
+            tokens = self._sample(encoder_token_ids, prompt, prompt_mask, stop_token_ids)
+        # Empty in, empty out: a source of no tokens ([END] alone: "" or
+        # blanks) gets [START] [END], as `translate` and the SavedModel give "".
+        empty = ops.sum(ops.cast(ops.not_equal(encoder_token_ids, 0), "int32"), axis=1) <= 1
+        positions = ops.arange(ops.shape(tokens)[1])[None, :]
+        blank = ops.where(positions == 0, START_ID, ops.where(positions == 1, END_ID, 0))
+        tokens = ops.where(empty[:, None], ops.cast(blank, tokens.dtype), tokens)
+        if stop_token_ids is None:
+            return {"decoder_token_ids": tokens,
+                    "decoder_padding_mask": ops.ones_like(tokens, dtype="bool")}
+        # Everything after the first stop token (not of the prompt) is padding.
+        generated = ops.logical_not(prompt_mask)
+        stops = ops.zeros_like(prompt_mask)
+        for stop in stop_token_ids:
+            stops = ops.logical_or(stops, ops.logical_and(generated, ops.equal(tokens, stop)))
+        stops = ops.cast(stops, "int32")
+        after = ops.cumsum(stops, axis=-1) - stops
+        return {"decoder_token_ids": tokens,
+                "decoder_padding_mask": ops.logical_and(ops.equal(after, 0),
+                                                        ops.not_equal(tokens, 0))}
+
+    def _sample(self, encoder_token_ids, prompt, prompt_mask, stop_token_ids):
+        """A keras-hub sampler's tokens `[B, T]` over the backbone's cache."""
+        backbone = self.backbone
+        encoder_outputs, encoder_mask = backbone.encode(encoder_token_ids)
+        # The encoder mask travels in the cache: beam samplers repeat and
+        # reorder every tensor of it per beam.
+        cache = (backbone.initialize_cache(encoder_outputs, ops.shape(prompt)[1]),
+                 encoder_mask)
+
+        def next(prompt, cache, index):
+            blocks, encoder_mask = cache
+            tokens = ops.slice(prompt, [0, index - 1], [ops.shape(prompt)[0], 1])
+            logits, blocks = backbone.decode_step(tokens, index - 1, blocks, encoder_mask)
+            return logits, None, (blocks, encoder_mask)
+
+        return self.sampler(next=next, prompt=prompt, cache=cache, index=1, mask=prompt_mask,
+                            stop_token_ids=stop_token_ids, model=self)
+
+    def get_config(self):
+        return {**super().get_config(), "beam_size": self.beam_size,
+                "length_penalty": self.length_penalty, "early_stopping": self.early_stopping}

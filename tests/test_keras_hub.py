@@ -1,0 +1,183 @@
+"""The keras-hub plugin (`keras_attention.hub`): keras-hub's own classes load
+our presets, `generate` translates as `Translator.translate` does, keras-hub's
+samplers work, and the preprocessor packs strings as the recipe trains."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+keras_hub = pytest.importorskip("keras_hub")
+
+from keras_attention import Translator  # noqa: E402
+from keras_attention._constants import END_ID, START_ID  # noqa: E402
+from keras_attention.data import train_tokenizers  # noqa: E402
+from keras_attention.decoding import greedy_search  # noqa: E402
+from keras_attention.hub import (  # noqa: E402
+    SearchSampler,
+    TransformerBackbone,
+    TransformerSeq2SeqLM,
+    TransformerSeq2SeqLMPreprocessor,
+    TransformerTokenizer,
+)
+from keras_attention.models import Transformer  # noqa: E402
+from tests.helpers import ENGLISH, SENTENCES, SPANISH  # noqa: E402
+
+pytestmark = pytest.mark.slow  # builds and decodes whole models (out of the quick tier)
+
+
+@pytest.fixture(scope="module")
+def untrained():
+    """An untrained tiny Translator: random weights give long, varied outputs,
+    so that equal translations mean equal searches. Its preset's folder."""
+    source, target = train_tokenizers(tf.data.Dataset.from_tensor_slices((ENGLISH, SPANISH)),
+                                      vocabulary_size=200)
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=source.vocabulary_size,
+                                    decoder_vocabulary_size=target.vocabulary_size,
+                                    max_length=16, share_encoder_decoder_embeddings=False)
+    return Translator(model, source, target, beam_size=3, length_penalty=0.6,
+                      early_stopping=True, jit_compile=False)
+
+
+@pytest.fixture(scope="module")
+def untrained_preset(untrained, tmp_path_factory):
+    return untrained.save_to_preset(str(tmp_path_factory.mktemp("hub") / "preset"))
+
+
+def test_keras_hub_loads_the_recipes_preset(tiny_run):
+    """keras-hub's base classes find ours in a preset the recipe wrote."""
+    _, workdir, _ = tiny_run
+    preset = str(workdir / "preset")
+    translator = Translator.from_preset(str(workdir))
+    backbone = keras_hub.models.Backbone.from_preset(preset)
+    assert type(backbone) is TransformerBackbone and isinstance(backbone, Transformer)
+    for a, b in zip(backbone.weights, translator.model.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    task = keras_hub.models.Seq2SeqLM.from_preset(preset)
+    assert type(task) is TransformerSeq2SeqLM
+    assert type(task.preprocessor) is TransformerSeq2SeqLMPreprocessor
+    assert (task.beam_size, task.length_penalty, task.early_stopping) == (
+        translator.beam_size, translator.length_penalty, translator.early_stopping)
+    assert isinstance(task.sampler, SearchSampler)
+    assert task.preprocessor.decoder_sequence_length == translator.model.max_length
+    source = keras_hub.tokenizers.Tokenizer.from_preset(preset)
+    target = keras_hub.tokenizers.Tokenizer.from_preset(preset,
+                                                        config_file="target_tokenizer.json")
+    assert type(source) is TransformerTokenizer and (source.side, target.side) == (
+        "source", "target")
+    assert source.get_vocabulary() == translator.source_tokenizer.vocabulary
+    assert target.vocabulary_size() == translator.target_tokenizer.vocabulary_size
+    assert (source.start_token_id, source.end_token_id, source.pad_token_id) == (
+        START_ID, END_ID, 0)
+    # Our tokenization and detokenization (no space before punctuation).
+    ids = source.tokenize(SENTENCES)
+    assert ids.to_list() == translator.source_tokenizer.tokenize(SENTENCES).to_list()
+    assert source.detokenize(ids).numpy().tolist() == [s.encode() for s in SENTENCES]
+    one = source.tokenize(SENTENCES[0])
+    assert one.shape.rank == 1 and source.detokenize(one).numpy() == SENTENCES[0].encode()
+    assert source.id_to_token(int(one[0])) == "The" and source.token_to_id("The") == one[0]
+    assert task.generate(SENTENCES) == translator.translate(SENTENCES)
+
+
+def test_generate_is_translate(untrained, untrained_preset):
+    """`generate` (the default search) gives `translate`'s translations,
+    beam search with its length penalty and stopping rule; empty in, empty out;
+    a string in, a string out."""
+    task = keras_hub.models.Seq2SeqLM.from_preset(untrained_preset)
+    texts = ENGLISH + ["", "  \t"]
+    expected = untrained.translate(texts)
+    assert all(expected[:-2]) and expected[-2:] == ["", ""]
+    assert len(set(expected)) > 2  # varied outputs: equality means something
+    assert task.generate(texts) == expected
+    assert task.generate(ENGLISH[1]) == expected[1]
+    # The most tokens: `max_length` as `max_output_length`.
+    assert task.generate(ENGLISH[:3], max_length=4) == untrained.with_settings(
+        max_output_length=4).translate(ENGLISH[:3])
+    with pytest.raises(ValueError, match=r"`max_length` must be in \[1, 16\]"):
+        task.generate(ENGLISH[:1], max_length=17)
+    with pytest.raises(ValueError, match="needs one of keras-hub's samplers"):
+        task.generate({"encoder_text": ENGLISH[:1], "decoder_text": ["El"]})
+    with pytest.raises(ValueError, match="early_stopping"):
+        TransformerSeq2SeqLM(task.backbone, task.preprocessor, early_stopping="sometimes")
+
+
+def test_keras_hub_samplers(untrained, untrained_preset):
+    """keras-hub's samplers decode over our cache: greedy gives our
+    `greedy_search`'s tokens (so does top-k with k=1); top-k, top-p, random
+    and keras-hub's beam sampler give strings; a forced prefix starts the
+    translation."""
+    task = keras_hub.models.Seq2SeqLM.from_preset(untrained_preset)
+    ids = task.preprocessor.generate_preprocess(ENGLISH)
+    tokens, _ = greedy_search(untrained.model, ids["encoder_token_ids"], 16, START_ID, END_ID)
+    expected = untrained.target_tokenizer.detokenize(tokens).numpy()
+    expected = [t.decode("utf-8") for t in expected]
+    assert expected == untrained.translate(ENGLISH, beam_size=1)
+    for sampler in ("greedy", keras_hub.samplers.TopKSampler(k=1)):
+        task.compile(sampler=sampler)
+        assert task.generate(ENGLISH) == expected, sampler
+    for sampler in ("top_k", "top_p", "random", keras_hub.samplers.BeamSampler(num_beams=2)):
+        task.compile(sampler=sampler)
+        out = task.generate(ENGLISH[:3] + [""])
+        assert len(out) == 4 and all(isinstance(t, str) for t in out) and out[-1] == "", sampler
+    task.compile(sampler="greedy")
+    prefix = expected[0].split()[0]
+    forced = task.generate({"encoder_text": ENGLISH[:1], "decoder_text": [prefix]})
+    assert forced[0].startswith(prefix)
+    task.compile()  # back to the default: the translator's search
+    assert isinstance(task.sampler, SearchSampler) and task.sampler.beam_size == 3
+
+
+def test_preprocessor_packs_as_the_recipe_trains(untrained, untrained_preset):
+    """Training inputs: the source as the Translator reads it (ids, [END],
+    no [START]), [START] + target ids in, target ids + [END] out, the
+    padding masked out of the loss; cut at the sequence lengths."""
+    task = keras_hub.models.Seq2SeqLM.from_preset(untrained_preset)
+    pre = task.preprocessor
+    x, y, weight = pre({"encoder_text": ENGLISH[:2], "decoder_text": SPANISH[:2]})
+    source = untrained.source_tokenizer.tokenize(ENGLISH[:2]).to_list()
+    target = untrained.target_tokenizer.tokenize(SPANISH[:2]).to_list()
+    for i in range(2):
+        n, m = len(source[i]), len(target[i])
+        assert x["encoder_token_ids"][i, : n + 1].numpy().tolist() == source[i] + [END_ID]
+        assert not x["encoder_token_ids"][i, n + 1:].numpy().any()
+        assert x["decoder_token_ids"][i, : m + 1].numpy().tolist() == [START_ID] + target[i]
+        assert y[i, : m + 1].numpy().tolist() == target[i] + [END_ID]
+        assert weight[i].numpy().sum() == m + 1
+    np.testing.assert_array_equal(x["encoder_padding_mask"], x["encoder_token_ids"] != 0)
+    assert x["encoder_token_ids"].shape == (2, 16) and y.shape == (2, 16)
+    long = {"encoder_text": ["the red book " * 20], "decoder_text": ["el libro rojo " * 20]}
+    x, y, weight = pre(long)
+    assert x["encoder_token_ids"][0, -1] == END_ID and y[0, -1] == END_ID
+    assert int(weight.numpy().sum()) == 16
+    # The task's logits are the backbone's.
+    logits = task(x)
+    np.testing.assert_allclose(logits, untrained.model({
+        "encoder_tokens": x["encoder_token_ids"], "decoder_tokens": x["decoder_token_ids"]}),
+        rtol=1e-6, atol=1e-6)
+
+
+def test_preset_files_are_keras_hubs(untrained_preset):
+    """The configs keras-hub reads, and the tokenizers' files as its assets."""
+    task = json.load(open(os.path.join(untrained_preset, "task.json")))
+    assert task["registered_name"] == "keras_attention>TransformerSeq2SeqLM"
+    assert task["config"]["early_stopping"] is True and task["config"]["beam_size"] == 3
+    tokenizer = json.load(open(os.path.join(untrained_preset, "tokenizer.json")))
+    assert tokenizer["config"]["algorithm"] == "wordpiece"
+    assert sorted(os.listdir(os.path.join(untrained_preset, "assets", "target_tokenizer"))) == [
+        "target.json", "target.vocab.txt"]
+    metadata = json.load(open(os.path.join(untrained_preset, "metadata.json")))
+    assert metadata["keras_hub_version"] == keras_hub.__version__
+    assert metadata["tasks"] == ["Seq2SeqLM"]
+
+
+def test_tokenizer_arguments_are_checked():
+    with pytest.raises(ValueError, match="`config_file` must be one of"):
+        TransformerTokenizer(config_file="vocab.json")
+    with pytest.raises(TypeError, match="SubwordTokenizer or SentencePieceTokenizer"):
+        TransformerTokenizer("not a tokenizer")
+    with pytest.raises(ValueError, match="has no vocabulary yet"):
+        TransformerTokenizer().tokenize(["a"])
+    with pytest.raises(ValueError, match="`beam_size` must be a positive int"):
+        SearchSampler(beam_size=0)
