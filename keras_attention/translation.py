@@ -207,7 +207,7 @@ PRESET_LAYOUT = Layout("Translator preset", required=(CONFIG_FILE, TRANSLATOR_FI
                                 *(f for f, _ in TOKENIZER_FILES.values()), ASSETS_DIR,
                                 LEGACY_TOKENIZER_DIR))
 PRESET_TEMP_PREFIX = ".preset-"  # its temporary folders, next to it
-REMOTE_SCHEMES = ("kaggle", "hf")  # resolved by keras-hub's `get_file`
+REMOTE_SCHEMES = ("kaggle", "hf")  # loaded by keras-hub's `Seq2SeqLM.from_preset`
 _RUN_METRICS = ("bleu", "sacrebleu_signature", "chrf", "chrf_signature", "eval_split",
                 "eval_sentences", "exact_match", "steps", "validation_bleu")
 
@@ -409,13 +409,14 @@ class Translator:
         """Loads a translator from `preset`:
 
         - a preset directory written by `save_to_preset` (`config.json`,
-          `model.weights.h5`, `tokenizer/`, `translator.json`, `metadata.json`);
+          `model.weights.h5`, `assets/`, `translator.json`, `metadata.json`, ...;
+          or `tokenizer/` for the tokenizers, in presets of earlier versions);
         - a run directory of `recipes/translation/train.py` (`config.json`,
           `model.keras`, `vocab/`; its `metrics.json` becomes metadata);
         - an exported SavedModel's version folder or its `assets.extra/`
           (`model.keras`, `vocab/`, `export.json`);
         - a `kaggle://...` or `hf://...` handle of an uploaded preset,
-          downloaded by keras-hub (`pip install keras-hub`).
+          loaded by keras-hub (`keras_hub.models.Seq2SeqLM.from_preset`).
 
         `overrides` replace the stored decoding settings (`beam_size=8`).
         """
@@ -432,6 +433,27 @@ class Translator:
         else:
             translator = _from_local_directory(cls, preset)
         return translator.with_settings(**overrides)
+
+    @classmethod
+    def from_keras_hub_task(cls, task, metadata=None, jit_compile=True):
+        """The translator of a keras-hub task, `keras_attention.hub.TransformerSeq2SeqLM`
+        (e.g. `keras_hub.models.Seq2SeqLM.from_preset(...)`, fine-tuned with
+        keras-hub): its backbone, its preprocessor's two tokenizers and its
+        decoding settings (`max_output_length`: the preprocessor's
+        `decoder_sequence_length`). The inverse of `as_keras_hub_task`."""
+        from keras_attention.hub import TransformerSeq2SeqLM
+
+        if not isinstance(task, TransformerSeq2SeqLM) or task.preprocessor is None:
+            raise TypeError("`task` must be a keras_attention.hub.TransformerSeq2SeqLM with its "
+                            f"preprocessor; received {type(task).__name__}.")
+        preprocessor, limit = task.preprocessor, task.backbone.max_length
+        length = preprocessor.decoder_sequence_length
+        return cls(task.backbone, preprocessor.tokenizer.tokenizer,
+                   preprocessor.target_tokenizer.tokenizer, beam_size=task.beam_size,
+                   length_penalty=task.length_penalty,
+                   max_output_length=None if length >= limit else length,
+                   early_stopping=task.early_stopping, metadata=metadata,
+                   jit_compile=jit_compile)
 
     def with_settings(self, **overrides):
         """This translator (the same model and tokenizers) with other decoding
@@ -744,21 +766,49 @@ def _preset_tokenizer(get_file, side):
 
 
 def _from_remote_preset(cls, handle):
+    """A `kaggle://` or `hf://` preset, loaded by keras-hub's own
+    `Seq2SeqLM.from_preset` (its public API); its `metadata.json` downloaded
+    by the hub's own client, as keras-hub downloads the rest."""
     scheme = handle.split("://")[0].lower()
     if scheme not in REMOTE_SCHEMES:
         raise ValueError(f"Unknown preset handle scheme {scheme!r} in {handle!r}; expected a "
                          "local directory or a kaggle://... or hf://... handle.")
     try:
-        from keras_hub.src.utils.preset_utils import get_file
+        import keras_hub
     except ImportError:
         raise ImportError(f"Loading {handle!r} needs keras-hub (pip install keras-hub), "
                           "which downloads presets from Kaggle and Hugging Face.") from None
+    try:
+        task = keras_hub.models.Seq2SeqLM.from_preset(handle)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"The preset {handle!r} is not a complete Translator preset "
+                                f"(written by Translator.save_to_preset): {e}") from None
+    metadata_path = _hub_file(handle, METADATA_FILE)
+    metadata = read_json(metadata_path, "a preset's metadata") if metadata_path else {}
+    return cls.from_keras_hub_task(task, metadata=metadata)
 
-    def fetch(name):
+
+def _hub_file(handle, name):
+    """The local path of file `name` of a `kaggle://` or `hf://` preset, through
+    the hub's own client (`huggingface_hub`, `kagglehub`: keras-hub's, and
+    installed with it), or None when the preset has no such file."""
+    scheme, path = handle.split("://", 1)
+    if scheme.lower() == "hf":
+        import huggingface_hub
+
         try:
-            return get_file(handle, name)
-        except FileNotFoundError:
-            raise FileNotFoundError(f"The preset {handle!r} has no {name}: it was not written "
-                                    "by Translator.save_to_preset.") from None
+            return huggingface_hub.hf_hub_download(repo_id=path, filename=name)
+        except huggingface_hub.utils.EntryNotFoundError:
+            return None
+    import kagglehub
 
-    return _from_preset_files(cls, fetch)
+    try:
+        return kagglehub.model_download(path, name)
+    except kagglehub.exceptions.KaggleApiHTTPError as e:
+        if "404" in str(e):
+            return None
+        raise
+    except ValueError as e:  # kagglehub: "... is not present in the model files"
+        if "not present" in str(e):
+            return None
+        raise

@@ -32,6 +32,26 @@ SPANISH = [
     "Los dos caballos negros están en el campo.",
 ]
 
+
+def untrained_translator(**settings):
+    """An untrained tiny `Translator` (max_length 16) on vocabularies of
+    `ENGLISH` and `SPANISH`: random weights give long, varied translations.
+    It decodes as a graph, not XLA (each new batch shape would cost a
+    compilation); `settings` are its decoding settings and metadata."""
+    import tensorflow as tf
+
+    from keras_attention import Translator
+    from keras_attention.data import train_tokenizers
+    from keras_attention.models import Transformer
+
+    source, target = train_tokenizers(tf.data.Dataset.from_tensor_slices((ENGLISH, SPANISH)),
+                                      vocabulary_size=200)
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=source.vocabulary_size,
+                                    decoder_vocabulary_size=target.vocabulary_size,
+                                    max_length=16, share_encoder_decoder_embeddings=False)
+    return Translator(model, source, target, jit_compile=False, **settings)
+
+
 # -- a tiny translation run, shared by the recipe, export and visualization tests
 
 # Sentences a tiny run translates in the export and Translator tests.

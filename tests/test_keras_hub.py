@@ -7,13 +7,11 @@ import os
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 keras_hub = pytest.importorskip("keras_hub")
 
 from keras_attention import Translator  # noqa: E402
 from keras_attention._constants import END_ID, START_ID  # noqa: E402
-from keras_attention.data import train_tokenizers  # noqa: E402
 from keras_attention.decoding import greedy_search  # noqa: E402
 from keras_attention.hub import (  # noqa: E402
     SearchSampler,
@@ -23,7 +21,7 @@ from keras_attention.hub import (  # noqa: E402
     TransformerTokenizer,
 )
 from keras_attention.models import Transformer  # noqa: E402
-from tests.helpers import ENGLISH, SENTENCES, SPANISH  # noqa: E402
+from tests.helpers import ENGLISH, SENTENCES, SPANISH, untrained_translator  # noqa: E402
 
 pytestmark = pytest.mark.slow  # builds and decodes whole models (out of the quick tier)
 
@@ -31,14 +29,8 @@ pytestmark = pytest.mark.slow  # builds and decodes whole models (out of the qui
 @pytest.fixture(scope="module")
 def untrained():
     """An untrained tiny Translator: random weights give long, varied outputs,
-    so that equal translations mean equal searches. Its preset's folder."""
-    source, target = train_tokenizers(tf.data.Dataset.from_tensor_slices((ENGLISH, SPANISH)),
-                                      vocabulary_size=200)
-    model = Transformer.from_preset("tiny", encoder_vocabulary_size=source.vocabulary_size,
-                                    decoder_vocabulary_size=target.vocabulary_size,
-                                    max_length=16, share_encoder_decoder_embeddings=False)
-    return Translator(model, source, target, beam_size=3, length_penalty=0.6,
-                      early_stopping=True, jit_compile=False)
+    so that equal translations mean equal searches."""
+    return untrained_translator(beam_size=3, length_penalty=0.6, early_stopping=True)
 
 
 @pytest.fixture(scope="module")
@@ -122,7 +114,7 @@ def test_keras_hub_samplers(untrained, untrained_preset):
         out = task.generate(ENGLISH[:3] + [""])
         assert len(out) == 4 and all(isinstance(t, str) for t in out) and out[-1] == "", sampler
     task.compile(sampler="greedy")
-    prefix = expected[0].split()[0]
+    prefix = SPANISH[0].split()[0]  # "El", a word of the target vocabulary
     forced = task.generate({"encoder_text": ENGLISH[:1], "decoder_text": [prefix]})
     assert forced[0].startswith(prefix)
     task.compile()  # back to the default: the translator's search
@@ -181,3 +173,44 @@ def test_tokenizer_arguments_are_checked():
         TransformerTokenizer().tokenize(["a"])
     with pytest.raises(ValueError, match="`beam_size` must be a positive int"):
         SearchSampler(beam_size=0)
+
+
+def test_lora_fine_tuning_on_strings_saves_and_reloads(tmp_path):
+    """keras-hub's LoRA on the backbone: only the low-rank factors of W^Q and
+    W^V (and those projections' biases, as keras-hub leaves them) train;
+    `task.fit` on strings lowers the loss and leaves every other weight as it
+    was; the tuned translator saves, reloads and translates the same."""
+    import keras
+
+    translator = untrained_translator(beam_size=1)
+    task = translator.as_keras_hub_task()
+    backbone = task.backbone
+    attention = [layer for layer in backbone._flatten_layers()
+                 if type(layer).__name__ == "MultiHeadAttention"]
+    # the encoders' self-attention, the decoders' self- and cross-attention
+    assert len(attention) == backbone.num_encoder_layers + 2 * backbone.num_decoder_layers
+    backbone.enable_lora(4)
+    trainable = {w.path: w for w in backbone.trainable_weights}
+    lora = [p for p in trainable if p.endswith(("lora_kernel_a", "lora_kernel_b"))]
+    assert len(lora) == 2 * 2 * len(attention)  # A and B, for W^Q and W^V of each
+    assert all(p.endswith(("lora_kernel_a", "lora_kernel_b"))
+               or p.rsplit("/", 2)[-2] in ("query", "value") and p.endswith("bias")
+               for p in trainable)
+    # Keras' EinsumDense factors W [D, N, H] as A [D, N, r] times B [r, H].
+    d, n = backbone.d_model, backbone.num_heads
+    lora_parameters = sum(int(np.prod(trainable[p].shape)) for p in lora)
+    assert lora_parameters == len(attention) * 2 * (d * n * 4 + 4 * d // n)
+    frozen = {w.path: w.numpy() for w in backbone.weights if w.path not in trainable}
+    task.compile(optimizer=keras.optimizers.Adam(1e-2), sampler="greedy")
+    history = task.fit({"encoder_text": ENGLISH, "decoder_text": SPANISH}, batch_size=8,
+                       epochs=20, verbose=0)
+    assert history.history["loss"][-1] < 0.9 * history.history["loss"][0]
+    for w in backbone.weights:
+        if w.path in frozen:
+            np.testing.assert_array_equal(w.numpy(), frozen[w.path], err_msg=w.path)
+    tuned = Translator.from_keras_hub_task(task, jit_compile=False)
+    expected = task.generate(ENGLISH)
+    assert tuned.translate(ENGLISH) == expected
+    reloaded = Translator.from_preset(tuned.save_to_preset(str(tmp_path / "tuned")),
+                                      jit_compile=False)
+    assert reloaded.translate(ENGLISH) == expected

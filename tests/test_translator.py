@@ -17,10 +17,16 @@ import pytest
 import tensorflow as tf
 
 from keras_attention import Translator
-from keras_attention.data import train_tokenizers
 from keras_attention.models import Transformer
 from keras_attention.translation import _compiled_batch_size, _pad_to_bucket, translate
-from tests.helpers import ENGLISH, SENTENCES, SPANISH, checksums, fake_run_directory
+from tests.helpers import (
+    ENGLISH,
+    SENTENCES,
+    SPANISH,
+    checksums,
+    fake_run_directory,
+    untrained_translator,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -30,16 +36,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 @pytest.fixture(scope="module")
 def small():
-    """An untrained tiny Translator on the helper sentences' vocabularies."""
-    source, target = train_tokenizers(tf.data.Dataset.from_tensor_slices((ENGLISH, SPANISH)),
-                                      vocabulary_size=200)
-    model = Transformer.from_preset("tiny", encoder_vocabulary_size=source.vocabulary_size,
-                                    decoder_vocabulary_size=target.vocabulary_size,
-                                    max_length=16, share_encoder_decoder_embeddings=False)
-    # The graph, not XLA: each new batch shape would cost a compilation (XLA's
-    # own agreement with the graph is test_xla_compiled_search_agrees_with_the_graph).
-    return Translator(model, source, target, beam_size=2, length_penalty=0.6,
-                      metadata={"bleu": 12.5}, jit_compile=False)
+    """An untrained tiny Translator on the helper sentences' vocabularies, as
+    a graph (XLA's own agreement with the graph is
+    test_xla_compiled_search_agrees_with_the_graph)."""
+    return untrained_translator(beam_size=2, length_penalty=0.6, metadata={"bleu": 12.5})
 
 
 def _weights(translator):
@@ -491,28 +491,49 @@ def test_bad_paths_name_what_is_missing(small, tmp_path):
 
 @pytest.mark.slow  # decodes and saves whole translators (out of the quick tier)
 def test_remote_handles_go_through_keras_hub(small, tmp_path, monkeypatch):
-    """kaggle:// and hf:// handles are resolved by keras-hub's `get_file`; here
-    it is replaced by a local lookup (no network), recording what was asked."""
-    preset_utils = pytest.importorskip("keras_hub.src.utils.preset_utils")
+    """kaggle:// and hf:// handles are loaded by keras-hub's public
+    `Seq2SeqLM.from_preset`, which downloads with the hubs' own clients; here
+    those clients' download functions serve a local preset (no network),
+    recording what was asked."""
+    huggingface_hub = pytest.importorskip("huggingface_hub")
+    kagglehub = pytest.importorskip("kagglehub")
     preset = small.save_to_preset(str(tmp_path / "preset"))
     asked = []
 
-    def get_file(handle, name):
+    def serve(handle, name):
         asked.append((handle, name))
         path = os.path.join(preset, name)
         if not os.path.exists(path):
-            raise FileNotFoundError(name)
+            return None
         return path
 
-    monkeypatch.setattr(preset_utils, "get_file", get_file)
+    def hf_hub_download(repo_id, filename, **kwargs):
+        path = serve(repo_id, filename)
+        if path is None:
+            raise huggingface_hub.utils.EntryNotFoundError(f"{filename} is not in {repo_id}")
+        return path
+
+    def model_download(handle, path=None, **kwargs):
+        found = serve(handle, path)
+        if found is None:
+            raise ValueError(f"'{path}' is not present in the model files.")
+        return found
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", hf_hub_download)
+    monkeypatch.setattr(kagglehub, "model_download", model_download)
     loaded = Translator.from_preset("hf://someone/translator", jit_compile=False)
     assert loaded.translate(SENTENCES) == small.translate(SENTENCES)
-    assert {h for h, _ in asked} == {"hf://someone/translator"}
-    assert ("hf://someone/translator", "assets/target_tokenizer/target.vocab.txt") in asked
-    os.remove(os.path.join(preset, "translator.json"))
-    with pytest.raises(FileNotFoundError, match="has no translator.json"):
-        Translator.from_preset("kaggle://someone/translator/keras/tiny")
-    # A file name that leads outside the preset is refused before it is asked for.
+    assert loaded.get_config() == small.get_config() and loaded.metadata["bleu"] == 12.5
+    assert {h for h, _ in asked} == {"someone/translator"}
+    assert ("someone/translator", "assets/target_tokenizer/target.vocab.txt") in asked
+    loaded = Translator.from_preset("kaggle://someone/translator/keras/tiny", jit_compile=False)
+    assert loaded.translate(SENTENCES) == small.translate(SENTENCES)
+    os.remove(os.path.join(preset, "task.json"))  # keras-hub then builds its task from
+    os.remove(os.path.join(preset, "preprocessor.json"))  # the backbone and the tokenizers
+    assert Translator.from_preset("hf://someone/translator").beam_size == 4  # the default
+    os.remove(os.path.join(preset, "metadata.json"))
+    assert Translator.from_preset("hf://someone/translator").metadata == {}
+    # A file name that leads outside the preset is refused, and never asked for.
     config_path = os.path.join(preset, "assets", "target_tokenizer", "target.json")
     config = json.load(open(config_path))
     json.dump({**config, "vocabulary_file": "../../secret.txt"}, open(config_path, "w"))
@@ -520,6 +541,9 @@ def test_remote_handles_go_through_keras_hub(small, tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="vocabulary_file must be a file name inside"):
         Translator.from_preset("hf://someone/translator")
     assert not [name for _, name in asked if "secret" in name]
+    os.remove(os.path.join(preset, "model.weights.h5"))
+    with pytest.raises(FileNotFoundError, match="not a complete Translator preset"):
+        Translator.from_preset("kaggle://someone/translator/keras/tiny")
 
 
 @pytest.mark.slow  # about a minute of training

@@ -24,7 +24,8 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
 
     Args:
         backbone: a `TransformerBackbone`.
-        preprocessor: a `TransformerSeq2SeqLMPreprocessor`, or `None`.
+        preprocessor: a `TransformerSeq2SeqLMPreprocessor` (its sequence
+            lengths cut to the model's `max_length`), or `None`.
         beam_size, length_penalty, early_stopping: the default search's
             settings (`SearchSampler`; the `Translator`'s).
         **kwargs: `keras_hub.models.Seq2SeqLM` arguments.
@@ -47,6 +48,11 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
                  early_stopping="never", **kwargs):
         # Checked here, once, whatever sampler `compile` gets later.
         self._search_settings = SearchSampler(beam_size, length_penalty, early_stopping)
+        if preprocessor is not None:  # no longer than the model's positions
+            preprocessor.encoder_sequence_length = min(preprocessor.encoder_sequence_length,
+                                                       backbone.max_length)
+            preprocessor.decoder_sequence_length = min(preprocessor.decoder_sequence_length,
+                                                       backbone.max_length)
         self.backbone = backbone
         self.preprocessor = preprocessor
         inputs = {

@@ -73,6 +73,16 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
                 config_file="target_tokenizer.json", name="target_tokenizer")
         self.target_tokenizer = target_tokenizer
 
+    @classmethod
+    def _add_missing_kwargs(cls, loader, kwargs):
+        """keras-hub's hook for a preset without `preprocessor.json`: both
+        tokenizers (`tokenizer.json`, `target_tokenizer.json`)."""
+        kwargs = super()._add_missing_kwargs(loader, kwargs)
+        if "target_tokenizer" not in kwargs:
+            kwargs["target_tokenizer"] = loader.load_tokenizer(
+                cls.tokenizer_cls, config_file="target_tokenizer.json")
+        return kwargs
+
     def build(self, input_shape):
         # Packing is this package's (`tokenize_with_end`, `[START]` + ids):
         # no keras-hub packer to build.
