@@ -16,6 +16,7 @@ from keras_attention.hub.transformer_backbone import TransformerBackbone
 from keras_attention.hub.transformer_seq_2_seq_lm_preprocessor import (
     TransformerSeq2SeqLMPreprocessor,
 )
+from keras_attention.models.transformer import quantize_quietly
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -81,6 +82,11 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
             sampler = SearchSampler(**self._search_settings.get_config())
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         sampler=sampler, **kwargs)
+
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """keras-hub's `quantize` on the backbone's layers that have a kernel
+        (`keras_attention.models.transformer.quantizable_layer`)."""
+        return quantize_quietly(self, mode, config=config, filters=filters, **kwargs)
 
     def generate(self, inputs, max_length=None, stop_token_ids="auto", strip_prompt=False):
         """keras-hub's `generate`: strings in, translations out (with the

@@ -25,8 +25,14 @@ class OutputProjection(keras.layers.Dense):
     there the concatenated kernel would be rebuilt at every decoding step.
 
     LoRA, quantized kernels, `use_bias=False` and inputs of unknown depth
-    take `Dense`'s own path.
+    take `Dense`'s own path; so Keras' `quantize` (which refuses subclasses
+    of `Dense` by default, as they may compute something else) applies.
     """
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        # A quantized OutputProjection runs Dense's own call (above): Dense's
+        # quantization is valid for it.
+        super().quantize(mode, type_check=False, config=config)
 
     def call(self, inputs, training=None):
         if (not training or self.bias is None or self.lora_enabled

@@ -178,7 +178,12 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     def call(self, inputs, start_index=0, reverse=False):
         if reverse:
             # Tied output projection: logits = x·Eᵀ over the token embeddings.
-            table = ops.cast(self.token_embedding.embeddings, inputs.dtype)  # [V, D]
+            embedding = self.token_embedding
+            if embedding.quantization_mode is None:
+                table = embedding.embeddings  # [V, D]
+            else:  # int8 (or int4) values and their scales: the table as the layer reads it
+                table = embedding(ops.arange(self.vocabulary_size, dtype="int32"))
+            table = ops.cast(table, inputs.dtype)  # [V, D]
             return ops.matmul(inputs, ops.transpose(table))  # [B, T, V]
         length = inputs.shape[-1]
         if isinstance(length, int) and length > self.sequence_length:

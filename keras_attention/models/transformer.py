@@ -7,6 +7,7 @@ V target vocabulary size, L maximum decoded length.
 
 import collections
 import copy
+import warnings
 
 import keras
 from keras import ops
@@ -130,6 +131,27 @@ def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, trainin
         logits = layers.output_projection(y)  # [B, T, V]
     logits = layers.logits_cast(logits)  # float32 under mixed precision
     return logits, self_scores, cross_scores, None if cache is None else tuple(new_cache)
+
+
+def quantizable_layer(layer):
+    """Whether Keras' `quantize` has something to do on `layer`: the layers
+    with a kernel (every attention and feed-forward projection, the output
+    projection, the embeddings). The others (dropout, normalization,
+    position encodings, activations) have no `quantize`, and Keras warns
+    about each one."""
+    return isinstance(layer, (keras.layers.Dense, keras.layers.EinsumDense,
+                              keras.layers.Embedding))
+
+
+def quantize_quietly(model, mode=None, config=None, filters=None, **kwargs):
+    """`keras.Model.quantize` of `model` on `quantizable_layer`s (unless
+    `filters` says otherwise), without the warning Keras' quantizer raises
+    in its own NumPy conversion (`__array__ ... copy keyword`)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"__array__ implementation doesn't accept")
+        return keras.Model.quantize(model, mode, config=config,
+                                    filters=quantizable_layer if filters is None else filters,
+                                    **kwargs)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -297,6 +319,12 @@ class Transformer(keras.Model):
         self.tie_output_embeddings = tie_output_embeddings
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
+
+    def quantize(self, mode=None, config=None, filters=None, **kwargs):
+        """Keras' `quantize` (e.g. `"int8"`), on every layer that has a
+        kernel: all projections, the output projection included, and the
+        embeddings (`quantizable_layer`); `filters` chooses others."""
+        return quantize_quietly(self, mode, config=config, filters=filters, **kwargs)
 
     # === Presets ===
 

@@ -206,3 +206,38 @@ def test_attention_scores_are_those_of_the_functional_graph():
             return_attention_scores=True)
         assert_close(to_numpy(scores["decoder_self"][i]), to_numpy(self_reference))
         assert_close(to_numpy(scores["cross"][i]), to_numpy(cross_reference))
+
+
+@pytest.mark.slow  # Keras quantizes each layer in ~0.3 s
+@pytest.mark.parametrize("tie_output_embeddings", [False, True])
+def test_int8_quantization_covers_every_kernel_quietly(tie_output_embeddings):
+    """`quantize("int8")` quantizes every layer with a kernel: the attention
+    and feed-forward projections, the output projection (a `Dense` subclass,
+    which Keras leaves out unless it says its quantization is valid) and the
+    embeddings, with no warning; the logits stay within int8's rounding of
+    the float ones (per-channel abs-max: a few % of their range)."""
+    import warnings
+
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=100,
+                                    decoder_vocabulary_size=120, max_length=16,
+                                    num_encoder_layers=1, num_decoder_layers=1,
+                                    tie_output_embeddings=tie_output_embeddings)
+    inputs = {"encoder_tokens": np.array([[5, 6, 7, 3, 0], [8, 9, 3, 0, 0]], "int32"),
+              "decoder_tokens": np.array([[2, 8, 9, 0], [2, 11, 0, 0]], "int32")}
+    reference = to_numpy(model(inputs))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.quantize("int8")
+    assert [str(w.message) for w in caught] == []
+    kernels = [layer for layer in model._flatten_layers()
+               if isinstance(layer, (keras.layers.Dense, keras.layers.EinsumDense,
+                                     keras.layers.Embedding))]
+    assert {layer.quantization_mode for layer in kernels} == {"int8"}
+    names = {type(layer).__name__ for layer in kernels}
+    assert names == ({"Dense", "EinsumDense", "Embedding"} | (
+        set() if tie_output_embeddings else {"OutputProjection"}))
+    # 4 projections per attention layer, 2 feed-forward layers per block, embeddings
+    blocks, attention = 1 + 1, 1 + 2 * 1
+    assert len(kernels) == 4 * attention + 2 * blocks + 2 + (0 if tie_output_embeddings else 1)
+    logits = to_numpy(model(inputs))
+    assert np.max(np.abs(logits - reference)) <= 0.05 * np.max(np.abs(reference))
