@@ -3,6 +3,7 @@ that decide its speed (AVX2, AVX-512, AVX-512 BF16, AMX)."""
 
 import os
 import platform
+import re
 
 from keras_attention.training.strategy import cpu_features, cpuinfo_fields, onednn_isa_limit
 
@@ -76,3 +77,10 @@ def policy_label(policy, info=None):
     if "bfloat16" in policy and not native_bfloat16(info):
         return f"{policy} (emulated)"
     return policy
+
+
+def short_cpu_name(info):
+    """`intel-xeon-2cpus` from "Intel(R) Xeon(R) Processor" and 2 CPUs."""
+    name = re.sub(r"\((r|tm)\)|\bcpu\b|\bprocessor\b|@.*$", " ", info["model"].lower())
+    name = "-".join(re.findall(r"[a-z0-9]+", name)) or "cpu"
+    return f"{name}-{info['cpus']}cpus"

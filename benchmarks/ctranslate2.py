@@ -54,23 +54,15 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import argparse  # noqa: E402
 import json  # noqa: E402
-import re  # noqa: E402
 import shutil  # noqa: E402
-import statistics  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 
 import benchmarks._repo_root  # noqa: E402,F401  (TensorFlow imported quietly)
-from benchmarks._machine import cpu_info, describe  # noqa: E402
+from benchmarks._machine import cpu_info, describe, short_cpu_name  # noqa: E402
+from benchmarks._timing import measure  # noqa: E402
 
 RESULTS_DIR = os.path.join(HERE, "results")
-
-
-def short_cpu_name(info):
-    """`intel-xeon-2cpus` from "Intel(R) Xeon(R) Processor" and 2 CPUs."""
-    name = re.sub(r"\((r|tm)\)|\bcpu\b|\bprocessor\b|@.*$", " ", info["model"].lower())
-    name = "-".join(re.findall(r"[a-z0-9]+", name)) or "cpu"
-    return f"{name}-{info['cpus']}cpus"
 
 
 def greedy_ours(model, source_tokenizer, sentences, batch_size):
@@ -119,51 +111,6 @@ def agreement(ours, theirs):
     same = [i for i, (a, b) in enumerate(zip(ours[0], theirs[0])) if a == b]
     diff = max((abs(ours[1][i] - theirs[1][i]) for i in same), default=float("nan"))
     return {"identical": len(same) / len(ours[0]), "max_log_prob_difference": diff}
-
-
-def measure(systems, sentences, batch_size, latency_sentences, rounds):
-    """Sentences/s at `batch_size` over all sentences and single-sentence
-    latencies over the first `latency_sentences`, after a warm-up that
-    translates them all once (untimed there; its seconds, which include
-    tracing and XLA compilations, are reported as `warm_up_seconds`).
-
-    The systems take turns (A, B, C, A, B, C, ...; as `_timing.py`): the
-    sentences are cut into `rounds` chunks (whole batches), each translated
-    by every system in turn, and each single sentence likewise, so that the
-    slow drifts of a shared machine hit every system alike.
-
-    Returns `{name: (hypotheses, timing)}`.
-    """
-    chunk = batch_size * -(-len(sentences) // (batch_size * rounds))
-    warm_up = {}
-    for name, translate in systems.items():
-        # Every shape the timed part meets, once: tracing, and XLA's
-        # compilation per batch shape (timed separately, reported apart).
-        start = time.perf_counter()
-        for i in range(0, len(sentences), chunk):
-            translate(sentences[i : i + chunk])
-        for sentence in sentences[:latency_sentences]:
-            translate([sentence])
-        warm_up[name] = time.perf_counter() - start
-    seconds = dict.fromkeys(systems, 0.0)
-    hypotheses = {name: [] for name in systems}
-    for i in range(0, len(sentences), chunk):
-        for name, translate in systems.items():
-            start = time.perf_counter()
-            hypotheses[name] += translate(sentences[i : i + chunk])
-            seconds[name] += time.perf_counter() - start
-    latencies = {name: [] for name in systems}
-    for sentence in sentences[:latency_sentences]:
-        for name, translate in systems.items():
-            start = time.perf_counter()
-            translate([sentence])
-            latencies[name].append(time.perf_counter() - start)
-    return {name: (hypotheses[name], {
-        "sentences_per_second_batch": len(sentences) / seconds[name],
-        "latency_p50_ms": 1000 * statistics.median(latencies[name]),
-        "sentences_per_second_batch_1": len(latencies[name]) / sum(latencies[name]),
-        "warm_up_seconds": warm_up[name],
-    }) for name in systems}
 
 
 def markdown_table(results, batch_size):
@@ -262,7 +209,7 @@ def main(argv=None):
     ct2 = {}
     for quantization in ("float32", "int8"):
         start = time.perf_counter()
-        path = export_ctranslate2(model, source, target, os.path.join(tmp, quantization),
+        path = export_ctranslate2(translator, os.path.join(tmp, quantization),
                                   quantization=quantization)
         ct2[quantization] = ctranslate2.Translator(path, device="cpu", compute_type=quantization,
                                                    inter_threads=1, intra_threads=args.threads)
@@ -319,8 +266,7 @@ def main(argv=None):
 
     def ctranslate2_run(ct2_translator):
         return lambda texts: translate_with_ctranslate2(
-            ct2_translator, source, target, texts, max_length=max_length, beam_size=beam_size,
-            length_penalty=alpha, batch_size=args.batch_size)[0]
+            ct2_translator, translator, texts, batch_size=args.batch_size)[0]
 
     policy = model.dtype_policy.name
     systems = {

@@ -15,8 +15,8 @@ pytestmark = pytest.mark.slow  # each runs a benchmark script (tiny sizes)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-SCRIPTS = ("ctranslate2", "decoding", "kerasio_translation", "profile_train_step", "quality",
-           "serving", "train_step")
+SCRIPTS = ("ctranslate2", "decoding", "kerasio_translation", "profile_train_step",
+           "quantization", "quality", "serving", "train_step")
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -143,3 +143,25 @@ def test_serving_benchmark_runs(tiny_run, tiny_export, tmp_path, capsys):
     assert {"saved_model", "python_translate", "baseline_saved_model"} <= set(data)
     assert data["machine"]["model"] and data["ratio_throughput_vs_baseline_saved_model"] > 0
     assert "SavedModel vs export 1" in stdout
+
+
+def test_quantization_benchmark_runs(tiny_run, tmp_path, capsys):
+    """The int8 benchmark on the shared run: BLEU, sizes and speeds of float32
+    and int8 (the tiny run trains in float32, so there is no third system),
+    with int8's variables a fraction of float32's."""
+    _, workdir, _ = tiny_run
+    out = tmp_path / "quantization.json"
+    code, stdout, stderr = run_benchmark("quantization", [
+        "--workdir", str(workdir), "--sentences", "4", "--batch-size", "2",
+        "--latency-sentences", "1", "--rounds", "1", "--json", str(out)], capsys)
+    assert code == 0, stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert set(data["systems"]) == {"float32", "int8"}
+    int8, float32 = data["systems"]["int8"], data["systems"]["float32"]
+    assert int8["int8_variables"] > 0 and float32["int8_variables"] == 0
+    assert "int8" in int8["variable_bytes_by_dtype"]
+    assert int8["variable_bytes"] < 0.5 * float32["variable_bytes"]
+    assert float32["identical_to_float32"] == 1.0
+    assert data["machine"]["model"]
+    assert data["ratio_int8_to_float32"]["sentences_per_second_batch"] > 0
+    assert "int8 / float32: BLEU" in stdout
