@@ -237,3 +237,19 @@ def _read_umask():
 
 
 _UMASK = _read_umask()  # read once, at import: setting it is process-wide
+
+
+def file_inside(directory, prefix, config, key):
+    """The path of the file `config[key]` names, which must be a plain file
+    name inside `directory`: a preset comes from a hub, and what it names
+    must never lead outside it (`../../x`, `/etc/passwd`)."""
+    name = config.get(key)
+    config_path = os.path.join(directory, f"{prefix}.json")
+    if (not isinstance(name, str) or name in ("", ".", "..") or os.path.basename(name) != name
+            or os.path.isabs(name) or (os.altsep and os.altsep in name)):
+        raise ValueError(f"{config_path}: {key} must be a file name inside {directory} (no "
+                         f"folders); received {name!r:.100}. A tokenizer reads only its own "
+                         "folder.")
+    # (A link is followed: Hugging Face's hub cache links each file of a
+    # snapshot to its blob, outside the snapshot's folder.)
+    return os.path.join(directory, name)

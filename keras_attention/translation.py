@@ -8,7 +8,7 @@ the exported SavedModel runs too), decodes with `keras_attention.decoding.search
 the searches' own: log P(Y|X) / lp(Y) with the GNMT length penalty.
 """
 
-import inspect
+import dataclasses
 import json
 import logging
 import os
@@ -19,26 +19,27 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_attention._constants import PAD_ID
 from keras_attention._io import (
     Layout,
     atomic_directory,
     atomic_write_text,
+    file_inside,
     load_weights_checked,
     read_json,
     recover_leftovers,
     save_weights_atomic,
 )
-from keras_attention._validation import check_non_negative, check_positive_int
+from keras_attention._validation import check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import (
     END_ID,
     START_ID,
-    _file_inside,
     load_tokenizer,
     load_tokenizers,
     tokenize_with_end,
 )
-from keras_attention.decoding import check_early_stopping, search
+from keras_attention.decoding import DEFAULTS, DecodingSettings, gnmt_length_penalty, search
 from keras_attention.layers import xla_ops_allowed
 
 logger = logging.getLogger("keras_attention")
@@ -80,6 +81,9 @@ _SEARCHES = weakref.WeakKeyDictionary()
 # tf.function ~1 ms (it matters for one sentence at a time).
 _TOKENIZE = weakref.WeakKeyDictionary()
 _DETOKENIZE = weakref.WeakKeyDictionary()
+# `Transformer.attention_details` traced once per model (eagerly it takes
+# ~60 % of a playground request).
+_DETAILS = weakref.WeakKeyDictionary()
 
 
 def _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences,
@@ -98,6 +102,14 @@ def _compiled_search(model, beam_size, length_penalty, max_length, num_return_se
             jit_compile=bool(jit_compile), autograph=False,
         )
     return searches[key]
+
+
+def _attention_details_fn(model):
+    if model not in _DETAILS:
+        _DETAILS[model] = tf.function(model.attention_details, input_signature=[
+            tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)],
+            autograph=False)
+    return _DETAILS[model]
 
 
 def _tokenize_fn(tokenizer, max_length):
@@ -119,11 +131,14 @@ def _detokenize_fn(tokenizer):
     return _DETOKENIZE[tokenizer]
 
 
-def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
-              length_penalty=0.6, max_length=None, batch_size=64, verbose=1,
-              num_return_sequences=None, jit_compile=False, early_stopping="never"):
+def translate(model, source_tokenizer, target_tokenizer, sentences,
+              beam_size=DEFAULTS.beam_size, length_penalty=DEFAULTS.length_penalty,
+              max_length=None, batch_size=64, verbose=1, num_return_sequences=None,
+              jit_compile=False, early_stopping=DEFAULTS.early_stopping):
     """Translates `sentences` (a list of str) with beam search (greedy for
-    `beam_size=1`).
+    `beam_size=1`): the function under `Translator.translate`, for a model
+    and tokenizers without a translator (`max_length` is the translator's
+    `max_output_length`).
 
     Sentences are sorted by length and batched, sources longer than the
     model's `max_length` are truncated (keeping `[END]`), and each batch is
@@ -140,11 +155,26 @@ def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
         instead a list: the n best translations, best first, and their scores.
         `early_stopping` goes to `beam_search`.
     """
-    sentences = list(sentences)
+    settings = DecodingSettings(beam_size, length_penalty, max_length, early_stopping)
+    texts, scores, _ = _search(model, source_tokenizer, target_tokenizer, list(sentences),
+                               settings, batch_size, verbose, num_return_sequences, jit_compile)
+    return texts, scores
+
+
+def _search(model, source_tokenizer, target_tokenizer, sentences, settings, batch_size,
+            verbose, num_return_sequences, jit_compile):
+    """`(texts, scores, ids)` of `sentences` in the input order (see
+    `translate`); `ids`: each translation's target ids, `[END]` included
+    when it was generated, without padding."""
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("num_return_sequences", num_return_sequences, allow_none=True)
+    if num_return_sequences is not None and num_return_sequences > settings.beam_size:
+        raise ValueError(f"`num_return_sequences`={num_return_sequences} must be at most "
+                         f"the beam size {settings.beam_size}: the search keeps "
+                         f"{settings.beam_size} hypotheses. Pass a larger `beam_size`.")
     if not sentences:
-        return [], []
+        return [], [], []
     limit = model.max_length
-    max_length = min(max_length or limit, limit)
     ids = _tokenize_fn(source_tokenizer, limit)(tf.constant(sentences)).to_list()
     # Empty in, empty out: a text with no tokens ([END] alone: "" or blanks)
     # translates to "" with score 0, as in the SavedModel; it never reaches
@@ -152,15 +182,19 @@ def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
     order = [i for i in np.argsort([len(row) for row in ids], kind="stable")
              if len(ids[i]) > 1]
 
-    search = _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences,
-                              jit_compile, early_stopping)
+    search = _compiled_search(model, settings.beam_size, settings.length_penalty,
+                              settings.output_length(limit), num_return_sequences, jit_compile,
+                              settings.early_stopping)
     detokenize = _detokenize_fn(target_tokenizer)
 
-    if num_return_sequences is None:
-        translations, scores = [""] * len(sentences), [0.0] * len(sentences)
+    n = num_return_sequences
+    if n is None:
+        translations, scores, output_ids = ([""] * len(sentences), [0.0] * len(sentences),
+                                            [[] for _ in sentences])
     else:
-        translations = [[""] * num_return_sequences for _ in sentences]
-        scores = [[0.0] * num_return_sequences for _ in sentences]
+        translations = [[""] * n for _ in sentences]
+        scores = [[0.0] * n for _ in sentences]
+        output_ids = [[[] for _ in range(n)] for _ in sentences]
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     progbar = keras.utils.Progbar(len(sentences), unit_name="sentence") if verbose else None
     if progbar is not None and len(order) < len(sentences):
@@ -169,21 +203,73 @@ def translate(model, source_tokenizer, target_tokenizer, sentences, beam_size=4,
         tokens, batch_scores = search(_search_batch([ids[i] for i in batch], limit, jit_compile,
                                                     batch_size))
         tokens, batch_scores = tokens[: len(batch)], batch_scores[: len(batch)]
-        if num_return_sequences is None:
-            texts = [t.decode("utf-8") for t in detokenize(tokens).numpy()]
+        # [b, L] (or [b, n, L]) -> one detokenize call over all the rows
+        flat = detokenize(tf.reshape(tokens, (-1, tokens.shape[-1])))
+        flat = [t.decode("utf-8") for t in flat.numpy()]
+        rows = [[int(t) for t in row if t != PAD_ID]
+                for row in tokens.numpy().reshape(-1, tokens.shape[-1])]
+        if n is None:
+            texts, batch_ids = flat, rows
             batch_scores = [float(x) for x in batch_scores.numpy()]
-        else:  # [b, n, L] -> one detokenize call over b*n rows
-            n = num_return_sequences
-            flat = detokenize(tf.reshape(tokens, (-1, tokens.shape[-1])))
-            flat = [t.decode("utf-8") for t in flat.numpy()]
+        else:
             texts = [flat[j : j + n] for j in range(0, len(flat), n)]
+            batch_ids = [rows[j : j + n] for j in range(0, len(rows), n)]
             batch_scores = [[float(x) for x in row] for row in batch_scores.numpy()]
-        for i, text, score in zip(batch, texts, batch_scores):
-            translations[i] = text
-            scores[i] = score
+        for i, text, score, row in zip(batch, texts, batch_scores, batch_ids):
+            translations[i], scores[i], output_ids[i] = text, score, row
         if progbar is not None:
             progbar.add(len(batch))
-    return translations, scores
+    return translations, scores, output_ids
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchResult:
+    """What `Translator.search` found, per sentence in the input order (with
+    `num_return_sequences=n`, each element is a list of the n best, best
+    first).
+
+    Attributes:
+        texts: the translations.
+        scores: log P(Y|X) / ((5 + |Y|) / 6)^alpha of each.
+        ids: each translation's target token ids, `[END]` last when the
+            search generated it (not when it stopped at `max_output_length`).
+        tokens: the same as subword strings.
+    """
+
+    texts: list
+    scores: list
+    ids: list
+    tokens: list
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionDetails:
+    """Everything of one teacher-forced pass of a sentence pair
+    (`Translator.attention_details`). Shape legend: L layers, N heads,
+    S source tokens (with `[END]`), T target positions, V target vocabulary.
+
+    Attributes:
+        source_ids, source_tokens: the S source ids and subwords, `[END]` last.
+        target_ids, target_tokens: the T tokens the decoder predicts, `[END]`
+            last (position t reads `input_ids[t]` and predicts `target_ids[t]`).
+        input_ids, input_tokens: `[START]` + all but the last target token.
+        attention: `"encoder_self"`, `"decoder_self"` and `"cross"`, each a
+            list of L dicts (one per block) of `MultiHeadAttention`'s
+            details (`query`, `key`, `value`, `dot_products`, `scale`,
+            `mask`, `weights` `[1, N, T, S]`, `outputs`).
+        log_probs: `[T]` float64 log P(target_t | source, target_<t).
+        score: sum(log_probs) / ((5 + T) / 6)^alpha, the translator's score.
+    """
+
+    source_ids: list
+    source_tokens: list
+    target_ids: list
+    target_tokens: list
+    input_ids: list
+    input_tokens: list
+    attention: dict
+    log_probs: np.ndarray
+    score: float
 
 
 # -- the Translator: model + tokenizers + decoding settings ---------------------
@@ -249,15 +335,13 @@ class Translator:
     >>> translator.export("serving/translator")      # a SavedModel for TF Serving
     """
 
-    def __init__(self, model, source_tokenizer, target_tokenizer, beam_size=4,
-                 length_penalty=0.6, max_output_length=None, metadata=None, jit_compile=True,
-                 early_stopping="never"):
-        check_positive_int("beam_size", beam_size)
-        check_early_stopping(early_stopping)
+    def __init__(self, model, source_tokenizer, target_tokenizer,
+                 beam_size=DEFAULTS.beam_size, length_penalty=DEFAULTS.length_penalty,
+                 max_output_length=DEFAULTS.max_output_length, metadata=None, jit_compile=True,
+                 early_stopping=DEFAULTS.early_stopping):
+        settings = DecodingSettings(beam_size, length_penalty, max_output_length, early_stopping)
         if not isinstance(jit_compile, bool):
             raise TypeError(f"`jit_compile` must be True or False; received {jit_compile!r}.")
-        check_non_negative("length_penalty", length_penalty)
-        check_positive_int("max_output_length", max_output_length, allow_none=True)
         for name, tokenizer, size in (
                 ("source_tokenizer", source_tokenizer, model.encoder_vocabulary_size),
                 ("target_tokenizer", target_tokenizer, model.decoder_vocabulary_size)):
@@ -269,18 +353,19 @@ class Translator:
         self.model = model
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
-        self.beam_size = beam_size
-        self.length_penalty = length_penalty
-        self.max_output_length = max_output_length
-        self.early_stopping = early_stopping
+        self.settings = settings
         self.metadata = dict(metadata or {})
         self.jit_compile = jit_compile
 
+    # The decoding settings, read-only: `with_settings` gives another translator.
+    beam_size = property(lambda self: self.settings.beam_size)
+    length_penalty = property(lambda self: self.settings.length_penalty)
+    max_output_length = property(lambda self: self.settings.max_output_length)
+    early_stopping = property(lambda self: self.settings.early_stopping)
+
     def get_config(self):
         """The decoding settings (the model and tokenizers are saved as files)."""
-        return {"beam_size": self.beam_size, "length_penalty": self.length_penalty,
-                "max_output_length": self.max_output_length,
-                "early_stopping": self.early_stopping}
+        return self.settings.to_dict()
 
     # -- translating ----------------------------------------------------------
 
@@ -309,25 +394,10 @@ class Translator:
         ...                      return_scores=True)
         ([['Yo como.', 'Como.']], [[-0.09, -1.2]])
         """
-        sentences = _as_sentences(texts)
-        beam_size = self.beam_size if beam_size is None else beam_size
-        length_penalty = self.length_penalty if length_penalty is None else length_penalty
-        check_positive_int("beam_size", beam_size)
-        check_non_negative("length_penalty", length_penalty)
-        check_positive_int("batch_size", batch_size)
-        check_positive_int("num_return_sequences", num_return_sequences, allow_none=True)
-        if num_return_sequences is not None and num_return_sequences > beam_size:
-            raise ValueError(f"`num_return_sequences`={num_return_sequences} must be at most "
-                             f"the beam size {beam_size}: the search keeps {beam_size} "
-                             "hypotheses. Pass a larger `beam_size`.")
-        if verbose == "auto":
-            verbose = int(len(sentences) > batch_size)
-        translations, scores = translate(
-            self.model, self.source_tokenizer, self.target_tokenizer, sentences,
-            beam_size=beam_size, length_penalty=length_penalty,
-            max_length=self.max_output_length, batch_size=batch_size, verbose=verbose,
-            num_return_sequences=num_return_sequences, jit_compile=self.jit_compile,
-            early_stopping=self.early_stopping)
+        overrides = {k: v for k, v in (("beam_size", beam_size),
+                                       ("length_penalty", length_penalty)) if v is not None}
+        translations, scores, _ = self._search(texts, batch_size, verbose, num_return_sequences,
+                                               overrides)
         return (translations, scores) if return_scores else translations
 
     generate = translate  # keras-hub's name
@@ -337,6 +407,129 @@ class Translator:
         """`translate(..., return_scores=True)`: `(translations, scores)`."""
         return self.translate(texts, beam_size, length_penalty, batch_size, verbose,
                               return_scores=True, **kwargs)
+
+    def search(self, texts, batch_size=64, verbose="auto", *, num_return_sequences=None,
+               **overrides):
+        """The search behind `translate`, with what it found: a `SearchResult`
+        of the translations, their scores, their target ids and subword
+        tokens. `overrides` replace decoding settings for this call
+        (`beam_size=8`); the rest as in `translate`.
+
+        Example:
+
+        >>> result = translator.search(["I eat."])
+        >>> result.texts, result.tokens
+        (['Yo como.'], [['Yo', 'como', '.', '[END]']])
+        """
+        texts, scores, ids = self._search(texts, batch_size, verbose, num_return_sequences,
+                                          overrides)
+        to_tokens = self._tokens
+        tokens = [to_tokens(self.target_tokenizer, row) if num_return_sequences is None
+                  else [to_tokens(self.target_tokenizer, r) for r in row] for row in ids]
+        return SearchResult(texts, scores, ids, tokens)
+
+    def search_ids(self, encoder_tokens, num_return_sequences=None):
+        """The search on token ids, with this translator's settings:
+        `encoder_tokens` `[B, S]` int (0-padded, `[END]` after each source)
+        -> `(tokens [B, L], scores [B])`, L the output length
+        (`max_output_length`, at most the model's `max_length`), or with
+        `num_return_sequences=n` `([B, n, L], [B, n])`. Plain `keras.ops`:
+        it traces into a tf.function, an XLA program or a SavedModel (the
+        export's graph is this call)."""
+        settings = self.settings
+        return search(self.model, encoder_tokens, settings.output_length(self.model.max_length),
+                      START_ID, END_ID, settings.beam_size, settings.length_penalty,
+                      num_return_sequences, settings.early_stopping)
+
+    def _search(self, texts, batch_size, verbose, num_return_sequences, overrides):
+        sentences = _as_sentences(texts)
+        settings = self.settings.replace(**overrides)
+        check_positive_int("batch_size", batch_size)
+        if verbose == "auto":
+            verbose = int(len(sentences) > batch_size)
+        return _search(self.model, self.source_tokenizer, self.target_tokenizer, sentences,
+                       settings, batch_size, verbose, num_return_sequences, self.jit_compile)
+
+    def attention_details(self, text, target=None):
+        """Every number of every attention of the model on one sentence
+        pair, from one teacher-forced pass (no dropout): an `AttentionDetails`.
+
+        `target`: None for the translator's own translation of `text` (its
+        search, with its settings), a str for a given translation (scored
+        and drawn as if the model had produced it), or a list of target ids
+        (e.g. `search([text]).ids[0]`). What the playground shows.
+        """
+        source_ids, target_ids = self._pair(text, target)
+        input_ids = [START_ID] + target_ids[:-1]
+        details = _attention_details_fn(self.model)(
+            tf.constant([source_ids], tf.int32), tf.constant([input_ids], tf.int32))
+        logits = keras.ops.convert_to_numpy(keras.ops.cast(details["logits"], "float32"))[0]
+        logits = logits.astype(np.float64)  # [T, V]
+        peak = logits.max(axis=-1, keepdims=True)
+        log_probs = logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
+        log_probs = log_probs[np.arange(len(target_ids)), target_ids]  # [T]
+        score = float(log_probs.sum() / gnmt_length_penalty(len(target_ids),
+                                                            self.length_penalty))
+        return AttentionDetails(
+            source_ids=source_ids, source_tokens=self._tokens(self.source_tokenizer, source_ids),
+            target_ids=target_ids, target_tokens=self._tokens(self.target_tokenizer, target_ids),
+            input_ids=input_ids, input_tokens=self._tokens(self.target_tokenizer, input_ids),
+            attention={kind: details[kind] for kind in ("encoder_self", "decoder_self", "cross")},
+            log_probs=log_probs, score=score)
+
+    def attention(self, text, target=None):
+        """Every attention map of the model on one sentence pair, without
+        padding: a `keras_attention.visualization.AttentionMaps` (what the
+        heatmaps draw). `target` as in `attention_details`."""
+        from keras_attention.visualization import AttentionMaps
+
+        source_ids, target_ids = self._pair(text, target)
+        input_ids = [START_ID] + target_ids[:-1]
+        scores = self.model.attention_scores(np.asarray([source_ids], np.int32),
+                                             np.asarray([input_ids], np.int32))
+
+        def stack(maps):  # L x [1, N, Q, K] -> [L, N, Q, K]
+            return np.stack([keras.ops.convert_to_numpy(keras.ops.cast(m, "float32"))[0]
+                             for m in maps])
+
+        translation = _detokenize_fn(self.target_tokenizer)(
+            tf.constant([target_ids], tf.int32)).numpy()[0].decode("utf-8")
+        return AttentionMaps(
+            source_tokens=self._tokens(self.source_tokenizer, source_ids),
+            target_tokens=self._tokens(self.target_tokenizer, target_ids),
+            target_input_tokens=self._tokens(self.target_tokenizer, input_ids),
+            encoder_self=stack(scores["encoder_self"]), decoder_self=stack(scores["decoder_self"]),
+            cross=stack(scores["cross"]), source=text, translation=translation)
+
+    def _pair(self, text, target):
+        """`(source_ids, target_ids)` of a teacher-forced pass, both ending
+        with `[END]` (an own translation cut at the length limit gets one)."""
+        if not isinstance(text, str):
+            raise TypeError(f"`text` must be a string; received {type(text).__name__} "
+                            f"{text!r:.60}.")
+        limit = self.model.max_length
+        source_ids = _tokenize_fn(self.source_tokenizer, limit)(tf.constant([text])).to_list()[0]
+        if target is None:
+            target_ids = self.search([text], verbose=0).ids[0]
+        elif isinstance(target, str):
+            return source_ids, _tokenize_fn(self.target_tokenizer, limit)(
+                tf.constant([target])).to_list()[0]
+        else:
+            target_ids = [int(t) for t in target]
+            size = self.target_tokenizer.vocabulary_size
+            if any(not 0 < t < size for t in target_ids):
+                raise ValueError(f"`target` ids must be in [1, {size}); received "
+                                 f"{target_ids!r:.80}.")
+        if not target_ids or target_ids[-1] != END_ID:  # hit the length limit
+            target_ids = target_ids[: limit - 1] + [END_ID]
+        return source_ids, target_ids
+
+    @staticmethod
+    def _tokens(tokenizer, ids):
+        if not len(ids):
+            return []
+        return [t.decode("utf-8", "replace")
+                for t in tokenizer.id_to_token(tf.constant(ids, tf.int32)).numpy()]
 
     # -- fine-tuning on strings ------------------------------------------------
 
@@ -448,23 +641,18 @@ class Translator:
                             f"preprocessor; received {type(task).__name__}.")
         preprocessor, limit = task.preprocessor, task.backbone.max_length
         length = preprocessor.decoder_sequence_length
+        settings = task.settings.replace(max_output_length=None if length >= limit else length)
         return cls(task.backbone, preprocessor.tokenizer.tokenizer,
-                   preprocessor.target_tokenizer.tokenizer, beam_size=task.beam_size,
-                   length_penalty=task.length_penalty,
-                   max_output_length=None if length >= limit else length,
-                   early_stopping=task.early_stopping, metadata=metadata,
-                   jit_compile=jit_compile)
+                   preprocessor.target_tokenizer.tokenizer, **settings.to_dict(),
+                   metadata=metadata, jit_compile=jit_compile)
 
     def with_settings(self, **overrides):
         """This translator (the same model and tokenizers) with other decoding
         settings: `translator.with_settings(beam_size=8)`."""
-        settings = {**self.get_config(), "jit_compile": self.jit_compile}
-        for name in overrides:
-            if name not in settings:
-                raise TypeError(f"Unknown setting {name!r}; expected one of "
-                                f"{sorted(settings)}.")
+        jit_compile = overrides.pop("jit_compile", self.jit_compile)
+        settings = self.settings.replace(**overrides)
         return type(self)(self.model, self.source_tokenizer, self.target_tokenizer,
-                          **{**settings, **overrides}, metadata=self.metadata)
+                          **settings.to_dict(), metadata=self.metadata, jit_compile=jit_compile)
 
     def as_keras_hub_task(self):
         """This translator as keras-hub's task: a
@@ -487,7 +675,7 @@ class Translator:
             TransformerTokenizer(self.target_tokenizer, config_file="target_tokenizer.json",
                                  name="target_tokenizer"),
             encoder_sequence_length=limit,
-            decoder_sequence_length=min(self.max_output_length or limit, limit))
+            decoder_sequence_length=self.settings.output_length(limit))
         return TransformerSeq2SeqLM(TransformerBackbone.from_transformer(self.model),
                                     preprocessor, beam_size=self.beam_size,
                                     length_penalty=self.length_penalty,
@@ -546,11 +734,8 @@ class Translator:
         translator's decoding settings; returns `<export_dir>/<version>`."""
         from keras_attention.export import export_translator
 
-        return export_translator(
-            self.model, self.source_tokenizer, self.target_tokenizer, export_dir,
-            version=version, beam_size=self.beam_size, length_penalty=self.length_penalty,
-            max_output_length=self.max_output_length, dtype_policy=dtype_policy,
-            verbose=verbose, early_stopping=self.early_stopping)
+        return export_translator(self, export_dir, version=version, dtype_policy=dtype_policy,
+                                 verbose=verbose)
 
     def export_ctranslate2(self, output_dir, quantization=None, overwrite=False):
         """Converts the model and tokenizers into a CTranslate2 model directory
@@ -559,8 +744,8 @@ class Translator:
         `keras_attention.export.translate_with_ctranslate2`."""
         from keras_attention.export import export_ctranslate2
 
-        return export_ctranslate2(self.model, self.source_tokenizer, self.target_tokenizer,
-                                  output_dir, quantization=quantization, overwrite=overwrite)
+        return export_ctranslate2(self, output_dir, quantization=quantization,
+                                  overwrite=overwrite)
 
     def __repr__(self):
         return (f"<Translator {self.model.name}: {self.source_tokenizer.vocabulary_size} -> "
@@ -678,14 +863,15 @@ def _from_local_directory(cls, directory):
         directory = extra
     if os.path.isfile(os.path.join(directory, "export.json")):
         _missing(directory, "an exported SavedModel's assets.extra/", ("model.keras", "vocab"))
-        settings = read_json(os.path.join(directory, "export.json"))
+        export_path = os.path.join(directory, "export.json")
+        export = read_json(export_path)
         model = keras.saving.load_model(os.path.join(directory, "model.keras"))
-        max_output_length = settings.get("max_output_length")  # the export resolved None
+        settings = DecodingSettings.from_dict(
+            {k: export[k] for k in DecodingSettings.names() if k in export}, export_path)
+        if settings.max_output_length == model.max_length:  # the export resolved None
+            settings = settings.replace(max_output_length=None)
         return cls(model, *load_tokenizers(os.path.join(directory, "vocab")),
-                   beam_size=settings["beam_size"], length_penalty=settings["length_penalty"],
-                   max_output_length=None if max_output_length == model.max_length
-                   else max_output_length, metadata={"export": settings},
-                   early_stopping=settings.get("early_stopping", "never"))
+                   **settings.to_dict(), metadata={"export": export})
     config_path = os.path.join(directory, CONFIG_FILE)
     if not os.path.isfile(config_path):
         raise FileNotFoundError(
@@ -702,10 +888,13 @@ def _from_local_directory(cls, directory):
     if os.path.isfile(metrics_path):
         metrics = read_json(metrics_path)
         metadata.update({k: metrics[k] for k in _RUN_METRICS if k in metrics})
+    # The run's decoding settings (the training config names them as the
+    # flags do; a run of an earlier version has only some of them).
+    settings = DecodingSettings.from_dict(
+        {k: config[k] for k in DecodingSettings.names() if k in config}, config_path)
     return cls(keras.saving.load_model(os.path.join(directory, "model.keras")),
-               *load_tokenizers(os.path.join(directory, "vocab")),
-               beam_size=config.get("beam_size", 4),
-               length_penalty=config.get("length_penalty", 0.6), metadata=metadata)
+               *load_tokenizers(os.path.join(directory, "vocab")), **settings.to_dict(),
+               metadata=metadata)
 
 
 def _from_preset_files(cls, get_file):
@@ -726,17 +915,12 @@ def _from_preset_files(cls, get_file):
     tokenizers = [_preset_tokenizer(get_file, side) for side in ("source", "target")]
     settings_path = get_file(TRANSLATOR_FILE)
     settings = read_json(settings_path, "a preset's decoding settings")
-    known = set(inspect.signature(cls).parameters) - {
-        "model", "source_tokenizer", "target_tokenizer", "metadata", "jit_compile"}
     if not isinstance(settings, dict) or not isinstance(settings.get("config"), dict):
         raise ValueError(f"{settings_path} holds no decoding settings (expected "
                          '{"config": {"beam_size": ..., ...}}).')
-    unknown = sorted(set(settings["config"]) - known)
-    if unknown:
-        raise ValueError(f"{settings_path} has unknown decoding settings {unknown}; expected "
-                         f"some of {sorted(known)} (saved by a newer keras_attention?).")
+    settings = DecodingSettings.from_dict(settings["config"], settings_path)
     metadata = read_json(get_file(METADATA_FILE), "a preset's metadata")
-    return cls(model, *tokenizers, **settings["config"], metadata=metadata)
+    return cls(model, *tokenizers, **settings.to_dict(), metadata=metadata)
 
 
 def _preset_tokenizer(get_file, side):
@@ -760,7 +944,7 @@ def _preset_tokenizer(get_file, side):
         if key in tokenizer_config:
             # A file name inside the tokenizer's folder (checked before
             # anything is downloaded), then downloaded.
-            _file_inside(os.path.dirname(config_path), side, tokenizer_config, key)
+            file_inside(os.path.dirname(config_path), side, tokenizer_config, key)
             get_file(f"{folder}/{tokenizer_config[key]}")
     return load_tokenizer(os.path.dirname(config_path), side)
 

@@ -461,7 +461,7 @@ def test_bad_paths_name_what_is_missing(small, tmp_path):
         Translator.from_preset(str(tmp_path))
     with pytest.raises(ValueError, match="Unknown preset handle scheme 'ftp'"):
         Translator.from_preset("ftp://host/preset")
-    with pytest.raises(TypeError, match="Unknown setting 'beams'"):
+    with pytest.raises(TypeError, match="Unknown decoding setting\\(s\\) \\['beams'\\]"):
         Translator.from_preset(small.save_to_preset(str(tmp_path / "p")), beams=3)
     with pytest.raises(TypeError, match="path or a handle"):
         Translator.from_preset(3)

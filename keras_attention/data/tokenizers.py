@@ -33,7 +33,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_attention._constants import END_ID, PAD_ID, RESERVED_TOKENS, START_ID, UNK_ID
-from keras_attention._io import atomic_write_text, read_json
+from keras_attention._io import atomic_write_text, file_inside, read_json
 from keras_attention._validation import check_positive_int
 
 logger = logging.getLogger("keras_attention")
@@ -179,7 +179,7 @@ class SubwordTokenizer(_Tokenizer):
 
     @classmethod
     def from_config(cls, directory, prefix, config):
-        vocab_path = _file_inside(directory, prefix, config, "vocabulary_file")
+        vocab_path = file_inside(directory, prefix, config, "vocabulary_file")
         if not os.path.isfile(vocab_path):
             raise FileNotFoundError(f"Tokenizer file {vocab_path!r} does not exist.")
         with open(vocab_path, encoding="utf-8") as f:
@@ -345,7 +345,7 @@ class SentencePieceTokenizer(_Tokenizer):
 
     @classmethod
     def from_config(cls, directory, prefix, config):
-        model_path = _file_inside(directory, prefix, config, "model_file")
+        model_path = file_inside(directory, prefix, config, "model_file")
         if not os.path.isfile(model_path):
             raise FileNotFoundError(f"Tokenizer file {model_path!r} does not exist.")
         with open(model_path, "rb") as f:
@@ -519,22 +519,6 @@ def _read_config(directory, prefix):
         raise ValueError(f"{config_path}: unknown tokenizer algorithm "
                          f"{config.get('algorithm')!r}; expected 'wordpiece' or 'sentencepiece'.")
     return config
-
-
-def _file_inside(directory, prefix, config, key):
-    """The path of the file `config[key]` names, which must be a plain file
-    name inside `directory`: a preset comes from a hub, and what it names
-    must never lead outside it (`../../x`, `/etc/passwd`)."""
-    name = config.get(key)
-    config_path = os.path.join(directory, f"{prefix}.json")
-    if (not isinstance(name, str) or name in ("", ".", "..") or os.path.basename(name) != name
-            or os.path.isabs(name) or (os.altsep and os.altsep in name)):
-        raise ValueError(f"{config_path}: {key} must be a file name inside {directory} (no "
-                         f"folders); received {name!r:.100}. A tokenizer reads only its own "
-                         "folder.")
-    # (A link is followed: Hugging Face's hub cache links each file of a
-    # snapshot to its blob, outside the snapshot's folder.)
-    return os.path.join(directory, name)
 
 
 def _paths(directory, prefix):

@@ -5,17 +5,25 @@ Both return `(tokens [B, L], scores [B])` with one meaning of `scores`:
 log P(Y|X) / lp(Y), the GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha
 with alpha = `length_penalty` (0.6 by default; 0 gives the log-probability).
 
-Modules: `greedy` (`greedy_search`), `beam` (`beam_search`), `_loop` (what
-they share); `search`, which picks one by beam size, is defined here.
+Modules: `greedy` (`greedy_search`), `beam` (`beam_search`), `settings`
+(`DecodingSettings`: each decoding setting's one default and validation;
+`gnmt_length_penalty`, the one length penalty), `_loop` (what the searches
+share); `search`, which picks one by beam size, is defined here.
 """
 
-from keras_attention.decoding._loop import check_early_stopping
 from keras_attention.decoding.beam import beam_search
 from keras_attention.decoding.greedy import greedy_search
+from keras_attention.decoding.settings import (
+    DEFAULTS,
+    DecodingSettings,
+    check_early_stopping,
+    gnmt_length_penalty,
+)
 
 
-def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=4,
-           length_penalty=0.6, num_return_sequences=None, early_stopping="never"):
+def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAULTS.beam_size,
+           length_penalty=DEFAULTS.length_penalty, num_return_sequences=None,
+           early_stopping=DEFAULTS.early_stopping):
     """`greedy_search` when `beam_size == 1`, `beam_search` otherwise, both
     with `length_penalty` (`early_stopping` goes to `beam_search`; greedy
     search stops when its one hypothesis ends, whatever it says); returns
@@ -39,4 +47,5 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=4,
                        early_stopping=early_stopping)
 
 
-__all__ = ["beam_search", "greedy_search", "search"]
+__all__ = ["DEFAULTS", "DecodingSettings", "beam_search", "check_early_stopping",
+           "gnmt_length_penalty", "greedy_search", "search"]

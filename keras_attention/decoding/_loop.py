@@ -12,12 +12,14 @@ import numpy as np
 from keras import ops
 
 from keras_attention._constants import MASKED_LOGIT, PAD_ID
-from keras_attention._validation import check_non_negative, check_positive_int
+from keras_attention._validation import check_positive_int
+from keras_attention.decoding.settings import DecodingSettings, gnmt_length_penalty
 
 
 def check_search_args(model, max_length, start_id, end_id, beam_size, length_penalty):
     check_positive_int("max_length", max_length)
-    check_positive_int("beam_size", beam_size)
+    # The settings' one validation (`DecodingSettings`).
+    DecodingSettings.check({"beam_size": beam_size, "length_penalty": length_penalty})
     if max_length > model.max_length:
         raise ValueError(
             f"`max_length`={max_length} exceeds the model's max_length="
@@ -33,14 +35,6 @@ def check_search_args(model, max_length, start_id, end_id, beam_size, length_pen
     if end_id == PAD_ID:
         raise ValueError(f"`end_id` must not be the padding id {PAD_ID}, which decoding never "
                          f"generates; received end_id={end_id!r}.")
-    check_non_negative("length_penalty", length_penalty)
-
-
-def check_early_stopping(early_stopping):
-    """`early_stopping` of `beam_search`: "never", True or False."""
-    if not (isinstance(early_stopping, bool) or early_stopping == "never"):
-        raise ValueError(f"`early_stopping` must be \"never\", True or False; received "
-                         f"early_stopping={early_stopping!r}.")
 
 
 def encode_source(model, encoder_tokens, beam_size=1):
@@ -147,13 +141,8 @@ def _without_padding(logits):
     return ops.where(is_pad, ops.cast(MASKED_LOGIT, logits.dtype), logits)
 
 
-def length_penalty_factor(length, alpha):
-    """GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al., 2016)."""
-    return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
-
-
 def normalized_score(log_prob, length, alpha):
     """The score of a hypothesis in both searches: log P(Y|X) / lp(Y), with
     lp the GNMT length penalty and |Y| = `length` generated tokens, the end
     token included (`max_length` for a hypothesis that never ended)."""
-    return log_prob / length_penalty_factor(length, alpha)
+    return log_prob / gnmt_length_penalty(length, alpha)

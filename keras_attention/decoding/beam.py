@@ -9,14 +9,13 @@ from keras import ops
 from keras_attention._constants import MASKED_LOGIT
 from keras_attention._validation import check_positive_int
 from keras_attention.decoding._loop import (
-    check_early_stopping,
     check_search_args,
     encode_source,
-    length_penalty_factor,
     normalized_score,
     run_search,
 )
-from keras_attention.layers._slices import update_slice
+from keras_attention.decoding.settings import DEFAULTS, check_early_stopping, gnmt_length_penalty
+from keras_attention.layers import update_slice
 
 
 def beam_search(
@@ -25,11 +24,11 @@ def beam_search(
     max_length,
     start_id,
     end_id,
-    beam_size=4,
-    length_penalty=0.6,
+    beam_size=DEFAULTS.beam_size,
+    length_penalty=DEFAULTS.length_penalty,
     use_cache=True,
     num_return_sequences=None,
-    early_stopping="never",
+    early_stopping=DEFAULTS.early_stopping,
 ):
     """Finds high-scoring translations with beam search.
 
@@ -120,7 +119,7 @@ def beam_search(
         ops.zeros((batch_size, k), "bool"),  # finished flags
         ops.zeros((batch_size,), "bool"),  # sentences done
     )
-    max_lp = length_penalty_factor(max_length, length_penalty)
+    max_lp = gnmt_length_penalty(max_length, length_penalty)
 
     def last_tokens(state, i):
         return ops.slice(state[0], (0, i), (rows, 1))  # [B*K, 1]

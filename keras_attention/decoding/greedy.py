@@ -11,11 +11,12 @@ from keras_attention.decoding._loop import (
     normalized_score,
     run_search,
 )
-from keras_attention.layers._slices import update_slice
+from keras_attention.decoding.settings import DEFAULTS
+from keras_attention.layers import update_slice
 
 
-def greedy_search(model, encoder_tokens, max_length, start_id, end_id, length_penalty=0.6,
-                  use_cache=True):
+def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
+                  length_penalty=DEFAULTS.length_penalty, use_cache=True):
     """Decodes the most probable token at each step.
 
     The source is encoded once; each step runs only the new position through

@@ -66,7 +66,9 @@ from keras import ops
 
 from keras_attention._constants import END_ID, PAD_ID, RESERVED_TOKENS, START_ID, UNK_ID
 from keras_attention._io import Layout, atomic_directory, check_replaceable
-from keras_attention._validation import check_non_negative, check_positive_int
+from keras_attention._validation import check_positive_int
+from keras_attention.decoding import gnmt_length_penalty
+from keras_attention.export.saved_model import _check_translator
 
 # CTranslate2's weight types (`ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES`,
 # which `export_ctranslate2` checks against at run time); CPUs compute in
@@ -281,9 +283,9 @@ CTRANSLATE2_LAYOUT = Layout("CTranslate2 model", required=("model.bin", "config.
     "vocabulary.json", "vocabulary.txt"))
 
 
-def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, quantization=None,
-                       overwrite=False):
-    """Converts a trained `Transformer` into a CTranslate2 model directory.
+def export_ctranslate2(translator, output_dir, quantization=None, overwrite=False):
+    """Converts a translator's trained `Transformer` and tokenizers into a
+    CTranslate2 model directory (`Translator.export_ctranslate2`).
 
     The weights are mapped into CTranslate2's `TransformerSpec` (see the
     module docstring) and saved by CTranslate2's `Converter`, which
@@ -291,9 +293,10 @@ def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, qu
     complete or not at all.
 
     Args:
-        model: a trained `keras_attention.models.Transformer`.
-        source_tokenizer, target_tokenizer: its tokenizers; their tokens
-            (by id) become CTranslate2's vocabularies.
+        translator: a `keras_attention.Translator`: its model, and its
+            tokenizers, whose tokens (by id) become CTranslate2's
+            vocabularies. (CTranslate2 takes the decoding settings when it
+            translates: `translate_with_ctranslate2`.)
         output_dir: the CTranslate2 model directory to write.
         quantization: None (the weights' float32) or a CTranslate2 weight
             type, e.g. `"int8"` (`QUANTIZATIONS`).
@@ -313,10 +316,9 @@ def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, qu
 
     Example:
 
-    >>> export_ctranslate2(model, source, target, "ct2_model", quantization="int8")
-    >>> translator = ctranslate2.Translator("ct2_model", compute_type="int8")
-    >>> translate_with_ctranslate2(translator, source, target, ["The red book."],
-    ...                            max_length=model.max_length)
+    >>> export_ctranslate2(translator, "ct2_model", quantization="int8")
+    >>> converted = ctranslate2.Translator("ct2_model", compute_type="int8")
+    >>> translate_with_ctranslate2(converted, translator, ["The red book."])
     """
     ctranslate2 = _import_ctranslate2()
     from ctranslate2.converters import Converter
@@ -328,7 +330,9 @@ def export_ctranslate2(model, source_tokenizer, target_tokenizer, output_dir, qu
     output_dir = os.fspath(output_dir)
     # Before building the spec, which takes a while.
     check_replaceable(output_dir, overwrite, CTRANSLATE2_LAYOUT)
-    spec = build_spec(model, source_tokenizer, target_tokenizer)  # errors before any file
+    _check_translator(translator)
+    spec = build_spec(translator.model, translator.source_tokenizer,
+                      translator.target_tokenizer)  # errors before any file
 
     class _SpecConverter(Converter):
         """CTranslate2's converter for an already filled spec."""
@@ -352,31 +356,29 @@ def source_tokens(source_tokenizer, sentences, max_length):
     return [[vocabulary[i] for i in row] for row in ids.to_list()]
 
 
-def translate_with_ctranslate2(ct2_translator, source_tokenizer, target_tokenizer, sentences, *,
-                               max_length, beam_size=4, length_penalty=0.6, batch_size=32,
-                               max_output_length=None):
-    """Translates `sentences` (a list of str) with a converted model.
+def translate_with_ctranslate2(ct2_translator, translator, sentences, batch_size=32):
+    """Translates `sentences` (a list of str) with a converted model, with
+    `translator`'s tokenizers and decoding settings.
 
-    Tokenizes with our `source_tokenizer` (ids -> tokens, cut to their first
-    `max_length - 1` tokens; the converted model appends `[END]`), runs
-    `ct2_translator.translate_batch` (which sorts the sentences by length
-    and batches `batch_size` of them) and detokenizes with our
-    `target_tokenizer`.
+    Tokenizes with the translator's source tokenizer (ids -> tokens, cut to
+    their first `max_length - 1` tokens; the converted model appends
+    `[END]`), runs `ct2_translator.translate_batch` (which sorts the
+    sentences by length and batches `batch_size` of them) and detokenizes
+    with its target tokenizer.
 
     Args:
         ct2_translator: a `ctranslate2.Translator` of a directory written by
             `export_ctranslate2`.
-        source_tokenizer, target_tokenizer: the model's tokenizers.
+        translator: the `keras_attention.Translator` it was converted from
+            (or one with other settings: `translator.with_settings(beam_size=1)`):
+            its `beam_size`, `length_penalty` alpha and `max_output_length`
+            (`[END]` included; default and at most the model's `max_length`)
+            go to CTranslate2, which ranks finished hypotheses by
+            log P(Y|X) / |Y|^alpha (ours by the GNMT ((5 + |Y|) / 6)^alpha;
+            the same only for alpha = 0). Its `early_stopping` is not
+            CTranslate2's to choose: CTranslate2 stops as `True` does.
         sentences: a list of str.
-        max_length: the model's `max_length` (its number of positions): the
-            longest source, and the default of `max_output_length`.
-        beam_size: beams (1: greedy).
-        length_penalty: alpha, passed to CTranslate2, which ranks finished
-            hypotheses by log P(Y|X) / |Y|^alpha (ours by the GNMT
-            ((5 + |Y|) / 6)^alpha; the same only for alpha = 0).
         batch_size: sentences per CTranslate2 batch.
-        max_output_length: most target tokens generated, `[END]` included
-            (default and at most `max_length`).
 
     Returns:
         `(translations, scores)`: lists of str and float in the input order;
@@ -386,20 +388,19 @@ def translate_with_ctranslate2(ct2_translator, source_tokenizer, target_tokenize
     """
     import tensorflow as tf
 
-    check_positive_int("max_length", max_length)
-    check_positive_int("beam_size", beam_size)
+    _check_translator(translator)
     check_positive_int("batch_size", batch_size)
-    check_non_negative("length_penalty", length_penalty)
-    check_positive_int("max_output_length", max_output_length, allow_none=True)
     sentences = list(sentences)
     if not sentences:
         return [], []
-    max_output_length = min(max_output_length or max_length, max_length)
+    settings, max_length = translator.settings, translator.model.max_length
+    source_tokenizer, target_tokenizer = translator.source_tokenizer, translator.target_tokenizer
+    alpha = settings.length_penalty
     results = ct2_translator.translate_batch(
         source_tokens(source_tokenizer, sentences, max_length), max_batch_size=batch_size,
-        beam_size=beam_size, length_penalty=length_penalty, max_input_length=max_length,
-        max_decoding_length=max_output_length, return_scores=True, return_end_token=True,
-        **SEARCH_OPTIONS)
+        beam_size=settings.beam_size, length_penalty=alpha, max_input_length=max_length,
+        max_decoding_length=settings.output_length(max_length), return_scores=True,
+        return_end_token=True, **SEARCH_OPTIONS)
     target_ids = {token: i for i, token in enumerate(target_tokenizer.vocabulary)}
     rows, scores = [], []
     for result in results:
@@ -409,7 +410,7 @@ def translate_with_ctranslate2(ct2_translator, source_tokenizer, target_tokenize
         if length == 0:  # an empty source, not run through the model
             scores.append(0.0)
             continue
-        log_prob = result.scores[0] * length ** length_penalty
-        scores.append(float(log_prob / ((5.0 + length) / 6.0) ** length_penalty))
+        log_prob = result.scores[0] * length ** alpha
+        scores.append(float(log_prob / gnmt_length_penalty(length, alpha)))
     texts = target_tokenizer.detokenize(tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1))
     return [t.decode("utf-8") for t in texts.numpy()], scores

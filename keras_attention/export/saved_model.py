@@ -24,10 +24,8 @@ import keras
 import tensorflow as tf
 
 from keras_attention._io import atomic_directory, named_write_errors
-from keras_attention._validation import check_non_negative, check_positive_int
-from keras_attention.data.tokenizers import END_ID, START_ID, save_tokenizers, tokenize_with_end
-from keras_attention.decoding import search
-from keras_attention.decoding._loop import check_early_stopping
+from keras_attention._validation import check_positive_int
+from keras_attention.data.tokenizers import save_tokenizers, tokenize_with_end
 from keras_attention.layers import without_xla_ops
 
 
@@ -58,9 +56,20 @@ def check_text(text):
         return tf.reshape(text, [-1])  # [B]: a static rank for what follows
 
 
-def _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
-                max_output_length, early_stopping):
-    max_input_length = model.max_length
+def _check_translator(translator):
+    """A TypeError unless `translator` is a `keras_attention.Translator`."""
+    from keras_attention.translation import Translator
+
+    if not isinstance(translator, Translator):
+        raise TypeError("`translator` must be a keras_attention.Translator (the model, its "
+                        "tokenizers and decoding settings); received "
+                        f"{type(translator).__name__}. Build one with Translator(model, "
+                        "source_tokenizer, target_tokenizer, beam_size=...).")
+
+
+def _serving_fn(translator):
+    max_input_length = translator.model.max_length
+    source_tokenizer, target_tokenizer = translator.source_tokenizer, translator.target_tokenizer
 
     def serve(text):
         with without_xla_ops():  # stock TF Serving cannot compile XLA ops
@@ -70,8 +79,7 @@ def _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_pen
         ids = tokenize_with_end(source_tokenizer, text, max_input_length)  # [B, None] ragged
         empty = ids.row_lengths() == 1  # [END] alone: "" and whitespace-only inputs
         encoder_tokens = ids.to_tensor()  # [B, S], 0-padded
-        tokens, scores = search(model, encoder_tokens, max_output_length, START_ID, END_ID,
-                                beam_size, length_penalty, early_stopping=early_stopping)
+        tokens, scores = translator.search_ids(encoder_tokens)  # the translator's search
         translation = target_tokenizer.detokenize(tokens)
         return {
             "translation": tf.where(empty, tf.constant(""), translation),
@@ -92,35 +100,31 @@ def with_dtype_policy(model, dtype_policy):
     return clone
 
 
-def export_translator(model, source_tokenizer, target_tokenizer, export_dir, version=None,
-                      beam_size=4, length_penalty=0.6, max_output_length=None,
-                      dtype_policy=None, verbose=False, early_stopping="never"):
-    """Writes `<export_dir>/<version>/` and returns its path.
+def export_translator(translator, export_dir, version=None, dtype_policy=None,
+                      verbose=False):
+    """Writes `<export_dir>/<version>/` and returns its path
+    (`Translator.export`).
 
     Args:
-        model: a trained `keras_attention.models.Transformer`.
-        source_tokenizer, target_tokenizer: its tokenizers (`SubwordTokenizer` or
-            `SentencePieceTokenizer`).
+        translator: a `keras_attention.Translator`: its model, tokenizers and
+            decoding settings (beam size, length penalty, `max_output_length`,
+            `early_stopping`), which are fixed in the graph. The signature's
+            `score` is log P(Y|X) / ((5 + |Y|) / 6)^alpha for every beam size
+            (greedy included); sources are truncated to the model's
+            `max_length`. For other settings: `translator.with_settings(...)`.
         export_dir: TF Serving's model base path.
         version: the numbered folder (default: the next free number).
-        beam_size: beams of the search (1: greedy), fixed in the graph.
-        length_penalty: GNMT length penalty alpha, fixed in the graph. The
-            signature's `score` is log P(Y|X) / ((5 + |Y|) / 6)^alpha for
-            every beam size (greedy included).
-        max_output_length: most target tokens generated (default: the
-            model's `max_length`). Sources are truncated to `max_length`.
         dtype_policy: serve under this Keras dtype policy (e.g. "float32")
             instead of the model's own.
-        early_stopping: when beam search stops a sentence (`beam_search`),
-            fixed in the graph.
     """
-    check_positive_int("beam_size", beam_size)
-    check_non_negative("length_penalty", length_penalty)
-    check_positive_int("max_output_length", max_output_length, allow_none=True)
-    check_early_stopping(early_stopping)
+    _check_translator(translator)
+    model, settings = translator.model, translator.settings
+    source_tokenizer, target_tokenizer = translator.source_tokenizer, translator.target_tokenizer
     if dtype_policy is not None:
         model = with_dtype_policy(model, dtype_policy)
-    max_output_length = min(max_output_length or model.max_length, model.max_length)
+        translator = type(translator)(model, source_tokenizer, target_tokenizer,
+                                      **settings.to_dict())
+    max_output_length = settings.output_length(model.max_length)
     check_positive_int("version", version, allow_none=True)  # TF Serving's 1, 2, ...
     version = next_version(export_dir) if version is None else int(version)
     path = os.path.join(export_dir, str(version))
@@ -138,8 +142,7 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
             archive.track(tokenizer)
         archive.add_endpoint(
             "serving_default",
-            _serving_fn(model, source_tokenizer, target_tokenizer, beam_size, length_penalty,
-                        max_output_length, early_stopping),
+            _serving_fn(translator),
             # No declared shape: `check_text` checks it at run time (see there).
             input_signature=[tf.TensorSpec(None, tf.string, name="text")],
         )
@@ -153,8 +156,9 @@ def export_translator(model, source_tokenizer, target_tokenizer, export_dir, ver
             save_tokenizers(os.path.join(extra, "vocab"), source_tokenizer, target_tokenizer)
             with open(os.path.join(extra, "export.json"), "w", encoding="utf-8") as f:
                 json.dump({
-                    "beam_size": beam_size, "length_penalty": length_penalty,
-                    "early_stopping": early_stopping,
+                    "beam_size": settings.beam_size,
+                    "length_penalty": settings.length_penalty,
+                    "early_stopping": settings.early_stopping,
                     "dtype_policy": model.dtype_policy.name,
                     "max_input_length": model.max_length,
                     "max_output_length": max_output_length,

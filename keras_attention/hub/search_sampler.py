@@ -12,7 +12,7 @@ import keras_hub
 from keras import ops
 
 from keras_attention._constants import END_ID, START_ID
-from keras_attention.decoding import check_early_stopping, search
+from keras_attention.decoding import DEFAULTS, DecodingSettings, search
 
 
 class SearchSampler(keras_hub.samplers.Sampler):
@@ -29,14 +29,13 @@ class SearchSampler(keras_hub.samplers.Sampler):
     decoder prompt (a forced prefix) needs one of keras-hub's samplers.
     """
 
-    def __init__(self, beam_size=4, length_penalty=0.6, early_stopping="never"):
+    def __init__(self, beam_size=DEFAULTS.beam_size, length_penalty=DEFAULTS.length_penalty,
+                 early_stopping=DEFAULTS.early_stopping):
         super().__init__()
-        if not isinstance(beam_size, int) or isinstance(beam_size, bool) or beam_size < 1:
-            raise ValueError(f"`beam_size` must be a positive int; received {beam_size!r}.")
-        check_early_stopping(early_stopping)
-        self.beam_size = beam_size
-        self.length_penalty = float(length_penalty)
-        self.early_stopping = early_stopping
+        settings = DecodingSettings(beam_size, length_penalty, early_stopping=early_stopping)
+        self.beam_size = settings.beam_size
+        self.length_penalty = settings.length_penalty
+        self.early_stopping = settings.early_stopping
 
     def __call__(self, next, prompt, cache=None, index=0, mask=None, stop_token_ids=None,
                  hidden_states=None, model=None, encoder_token_ids=None, **kwargs):

@@ -11,6 +11,7 @@ import keras_hub
 from keras import ops
 
 from keras_attention._constants import END_ID, START_ID
+from keras_attention.decoding import DEFAULTS, DecodingSettings
 from keras_attention.hub.search_sampler import SearchSampler
 from keras_attention.hub.transformer_backbone import TransformerBackbone
 from keras_attention.hub.transformer_seq_2_seq_lm_preprocessor import (
@@ -45,10 +46,13 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
     backbone_cls = TransformerBackbone
     preprocessor_cls = TransformerSeq2SeqLMPreprocessor
 
-    def __init__(self, backbone, preprocessor=None, beam_size=4, length_penalty=0.6,
-                 early_stopping="never", **kwargs):
-        # Checked here, once, whatever sampler `compile` gets later.
-        self._search_settings = SearchSampler(beam_size, length_penalty, early_stopping)
+    def __init__(self, backbone, preprocessor=None, beam_size=DEFAULTS.beam_size,
+                 length_penalty=DEFAULTS.length_penalty, early_stopping=DEFAULTS.early_stopping,
+                 **kwargs):
+        # Checked here, once, whatever sampler `compile` gets later (the
+        # output length is the preprocessor's `decoder_sequence_length`).
+        self._settings = DecodingSettings(beam_size, length_penalty,
+                                          early_stopping=early_stopping)
         if preprocessor is not None:  # no longer than the model's positions
             preprocessor.encoder_sequence_length = min(preprocessor.encoder_sequence_length,
                                                        backbone.max_length)
@@ -68,9 +72,12 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
                                         inputs["decoder_token_ids"], 0),
         })
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
-        self.beam_size = beam_size
-        self.length_penalty = length_penalty
-        self.early_stopping = early_stopping
+
+    # The default search's settings (read-only; output length: the preprocessor's).
+    settings = property(lambda self: self._settings)
+    beam_size = property(lambda self: self._settings.beam_size)
+    length_penalty = property(lambda self: self._settings.length_penalty)
+    early_stopping = property(lambda self: self._settings.early_stopping)
 
     def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto",
                 sampler="auto", **kwargs):
@@ -79,7 +86,7 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
         otherwise a keras-hub sampler or its name ("greedy", "beam", "top_k",
         "top_p", "random", ...)."""
         if sampler == "auto":
-            sampler = SearchSampler(**self._search_settings.get_config())
+            sampler = SearchSampler(self.beam_size, self.length_penalty, self.early_stopping)
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         sampler=sampler, **kwargs)
 

@@ -7,29 +7,14 @@ in the README) and what `attention_html` embeds in a self-contained page.
 """
 
 import time
-import weakref
 
 import numpy as np
-import tensorflow as tf
 from keras import ops
-
-from keras_attention.data.tokenizers import END_ID, START_ID
 
 MAX_TEXT_LENGTH = 1000  # characters of `text` and of `target`
 MAX_BEAM_SIZE = 16
 KINDS = ("encoder_self", "decoder_self", "cross")
 _DIGITS = 5  # significant digits of the numbers sent
-# `Transformer.attention_details` traced once per model (eagerly it takes
-# ~60% of a request).
-_DETAILS = weakref.WeakKeyDictionary()
-
-
-def _attention_details(model, encoder_tokens, decoder_tokens):
-    if model not in _DETAILS:
-        _DETAILS[model] = tf.function(model.attention_details, input_signature=[
-            tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)],
-            autograph=False)
-    return _DETAILS[model](encoder_tokens, decoder_tokens)
 
 
 def model_info(model):
@@ -92,71 +77,36 @@ def analyze(translator, text, beam_size=None, target=None):
     """
     start = time.perf_counter()
     text, beam_size, target = check_request(text, beam_size, target)
-    from keras_attention.translation import (  # the translator's own graphs
-        _compiled_search,
-        _detokenize_fn,
-        _search_batch,
-        _tokenize_fn,
-    )
-
-    model = translator.model
-    beam_size = translator.beam_size if beam_size is None else beam_size
-    alpha = translator.length_penalty
-    limit = model.max_length
-    source_ids = _tokenize_fn(translator.source_tokenizer, limit)(tf.constant([text]))
-    source_ids = source_ids.to_list()[0]
-    encoder_tokens = np.asarray([source_ids], np.int32)
+    if beam_size is not None:
+        translator = translator.with_settings(beam_size=beam_size)
     if target is None:
-        max_length = min(translator.max_output_length or limit, limit)
-        search = _compiled_search(model, beam_size, alpha, max_length, beam_size,
-                                  translator.jit_compile, translator.early_stopping)
-        # Padded as `Translator.translate([text])` pads it (bucket length, one
-        # row): the same compiled shapes, so the same numbers and n-best list
-        # (an unpadded source differs in the last bits, enough to swap near
-        # ties), and a bounded number of traces however long each request.
-        tokens, scores = search(_search_batch([source_ids], limit, translator.jit_compile,
-                                              batch_size=1))  # [1, n, L], [1, n]
-        hypotheses = [[int(t) for t in row if t != 0] for row in tokens.numpy()[0]]
-        texts = [t.decode("utf-8") for t in  # the n rows in one call (padding dropped)
-                 _detokenize_fn(translator.target_tokenizer)(tokens[0]).numpy()]
+        # The n-best list of `translator.translate([text])`'s own search (the
+        # same padded shapes, so the same numbers), and the pass of its best.
+        result = translator.search([text], verbose=0,
+                                   num_return_sequences=translator.beam_size)
         translations = [{"text": t, "score": _round(s)}
-                        for t, s in zip(texts, scores.numpy()[0].tolist())]
-        output_ids = hypotheses[0]
-        if not output_ids or output_ids[-1] != END_ID:  # hit the length limit
-            output_ids = output_ids[: limit - 1] + [END_ID]
+                        for t, s in zip(result.texts[0], result.scores[0])]
+        details = translator.attention_details(text, result.ids[0][0])
     else:
-        output_ids = _tokenize_fn(translator.target_tokenizer, limit)(
-            tf.constant([target])).to_list()[0]
-        translations = None  # scored below, from the same pass
-    input_ids = [START_ID] + output_ids[:-1]
-    details = _attention_details(model, encoder_tokens, np.asarray([input_ids], np.int32))
-
-    logits = _numpy(details["logits"])[0]  # [T, V]
-    log_probs = logits - _logsumexp(logits)
-    token_log_probs = log_probs[np.arange(len(output_ids)), output_ids]  # [T]
-    if translations is None:
-        lp = ((5.0 + len(output_ids)) / 6.0) ** alpha
-        translations = [{"text": target, "score": _round(token_log_probs.sum() / lp)}]
-
-    source_tokens = _tokens(translator.source_tokenizer, source_ids)
-    target_tokens = _tokens(translator.target_tokenizer, output_ids)
-    input_tokens = _tokens(translator.target_tokenizer, input_ids)
-    token_lists = {"encoder_self": (source_tokens, source_tokens),
-                   "decoder_self": (input_tokens, input_tokens),
-                   "cross": (input_tokens, source_tokens)}
-    attention = {kind: _attention(details[kind], *token_lists[kind]) for kind in KINDS}
+        details = translator.attention_details(text, target)
+        translations = [{"text": target, "score": _round(details.score)}]
+    token_lists = {"encoder_self": (details.source_tokens, details.source_tokens),
+                   "decoder_self": (details.input_tokens, details.input_tokens),
+                   "cross": (details.input_tokens, details.source_tokens)}
+    attention = {kind: _attention(details.attention[kind], *token_lists[kind])
+                 for kind in KINDS}
     return {
         "source": text,
         "mode": "translate" if target is None else "forced",
-        "beam_size": beam_size,
-        "length_penalty": alpha,
+        "beam_size": translator.beam_size,
+        "length_penalty": translator.length_penalty,
         "translations": translations,
-        "source_tokens": source_tokens,
-        "target_tokens": target_tokens,
-        "target_input_tokens": input_tokens,
-        "token_probabilities": _round(np.exp(token_log_probs)),
-        "model": model_info(model),
-        "scale": _round(details["encoder_self"][0]["scale"]),
+        "source_tokens": details.source_tokens,
+        "target_tokens": details.target_tokens,
+        "target_input_tokens": details.input_tokens,
+        "token_probabilities": _round(np.exp(details.log_probs)),
+        "model": model_info(translator.model),
+        "scale": _round(details.attention["encoder_self"][0]["scale"]),
         "attention": attention,
         "milliseconds": round((time.perf_counter() - start) * 1000, 1),
     }
@@ -188,11 +138,6 @@ def _numpy(x):
     return np.asarray(ops.convert_to_numpy(ops.cast(x, "float32")))
 
 
-def _logsumexp(x):
-    peak = x.max(axis=-1, keepdims=True)
-    return peak + np.log(np.exp(x - peak).sum(axis=-1, keepdims=True))
-
-
 def _round(x):
     """`x` (a number or an array) to `_DIGITS` significant digits, as JSON-ready
     floats or nested lists."""
@@ -202,10 +147,6 @@ def _round(x):
     rounded = np.round(a * factor) / factor
     rounded = np.where(np.isfinite(a), rounded, 0.0)  # JSON has no inf/nan
     return rounded.tolist() if rounded.ndim else float(rounded)
-
-
-def _tokens(tokenizer, ids):
-    return [t.decode("utf-8", "replace") for t in tokenizer.id_to_token(tf.constant(ids)).numpy()]
 
 
 __all__ = ["MAX_BEAM_SIZE", "MAX_TEXT_LENGTH", "analyze", "check_request", "model_info"]

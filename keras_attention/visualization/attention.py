@@ -4,11 +4,6 @@ the subword tokens that label its rows and columns."""
 import dataclasses
 
 import numpy as np
-import tensorflow as tf
-from keras import ops
-
-from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
-from keras_attention.decoding import search
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,44 +34,13 @@ class AttentionMaps:
     translation: str
 
 
-def attention_maps(model, source_tokenizer, target_tokenizer, source, target=None,
-                   beam_size=4, length_penalty=0.6, early_stopping="never"):
-    """Runs `model` on `source` and returns every attention map.
+def attention_maps(translator, source, target=None):
+    """Every attention map of `translator`'s model on `source`
+    (`Translator.attention`).
 
-    With `target=None` the model translates `source` first (beam search, or
-    greedy with `beam_size=1`) and the maps are those of its own
-    translation; with a `target` sentence they are the teacher-forced maps
-    of that pair. `early_stopping` goes to `beam_search`.
+    With `target=None` the translator translates `source` first (its own
+    search and settings: beam size, length penalty, `max_output_length`,
+    `early_stopping`) and the maps are those of its translation; with a
+    `target` sentence they are the teacher-forced maps of that pair.
     """
-    source_ids = tokenize_with_end(source_tokenizer, tf.constant([source]), model.max_length)
-    source_ids = source_ids.to_list()[0]
-    encoder_tokens = np.asarray([source_ids], np.int32)
-    if target is None:
-        tokens, _ = search(model, encoder_tokens, model.max_length, START_ID, END_ID,
-                           beam_size, length_penalty, early_stopping=early_stopping)
-        output_ids = [int(t) for t in ops.convert_to_numpy(tokens)[0] if t != 0]
-        if not output_ids or output_ids[-1] != END_ID:  # hit the length limit
-            output_ids = output_ids[: model.max_length - 1] + [END_ID]
-    else:
-        output_ids = tokenize_with_end(target_tokenizer, tf.constant([target]), model.max_length)
-        output_ids = output_ids.to_list()[0]
-    input_ids = [START_ID] + output_ids[:-1]
-    scores = model.attention_scores(encoder_tokens, np.asarray([input_ids], np.int32))
-
-    def stack(maps):
-        return np.stack([ops.convert_to_numpy(ops.cast(m, "float32"))[0] for m in maps])
-
-    def tokens(tokenizer, ids):
-        return [t.decode("utf-8") for t in tokenizer.id_to_token(tf.constant(ids)).numpy()]
-
-    translation = target_tokenizer.detokenize(tf.constant([output_ids])).numpy()[0].decode("utf-8")
-    return AttentionMaps(
-        source_tokens=tokens(source_tokenizer, source_ids),
-        target_tokens=tokens(target_tokenizer, output_ids),
-        target_input_tokens=tokens(target_tokenizer, input_ids),
-        encoder_self=stack(scores["encoder_self"]),
-        decoder_self=stack(scores["decoder_self"]),
-        cross=stack(scores["cross"]),
-        source=source,
-        translation=translation,
-    )
+    return translator.attention(source, target)

@@ -23,6 +23,35 @@ def _field(default, help, **kwargs):
     return dataclasses.field(default=default, metadata={"help": help, **kwargs})
 
 
+# `--early-stopping`: flag value -> `DecodingSettings.early_stopping`.
+EARLY_STOPPING = {"never": "never", "true": True, "false": False}
+
+
+def early_stopping_value(text):
+    """argparse `type` of `--early-stopping`: never, true or false."""
+    if text not in EARLY_STOPPING:
+        raise argparse.ArgumentTypeError(f"must be never, true or false; received {text!r}")
+    return EARLY_STOPPING[text]
+
+
+# The decoding flags every script offers (train.py as config fields, the
+# others with `add_decoding_flags`), with one help text each; their defaults
+# are `keras_attention.decoding.DEFAULTS` (checked by tests/recipes), listed
+# here so that `--help` does not import Keras.
+DECODING_FLAGS = {
+    "beam_size": (int, "beam size (1: greedy)"),
+    "length_penalty": (float, "GNMT length penalty alpha: scores are "
+                       "log P(Y|X) / ((5 + |Y|) / 6)^alpha (0: the log-probability)"),
+    "max_output_length": (int, "most target tokens generated, [END] included (default: the "
+                          "model's --max-length)"),
+    "early_stopping": (early_stopping_value, "when beam search stops a sentence: never (the "
+                       "exact bound), true (once beam-size hypotheses have finished, as "
+                       "fairseq and CTranslate2) or false (Hugging Face's heuristic)"),
+}
+DECODING_DEFAULTS = {"beam_size": 4, "length_penalty": 0.6, "max_output_length": None,
+                     "early_stopping": "never"}
+
+
 @dataclasses.dataclass(frozen=True)
 class TranslationConfig:
     # -- data ----------------------------------------------------------------
@@ -107,8 +136,14 @@ class TranslationConfig:
     # -- evaluation and outputs ---------------------------------------------
     eval_split: str = _field("test", "split scored with BLEU after training",
                              choices=("validation", "test"))
-    beam_size: int = _field(4, "beam size (1: greedy)")
-    length_penalty: float = _field(0.6, "GNMT length penalty alpha")
+    beam_size: int = _field(DECODING_DEFAULTS["beam_size"], DECODING_FLAGS["beam_size"][1])
+    length_penalty: float = _field(DECODING_DEFAULTS["length_penalty"],
+                                   DECODING_FLAGS["length_penalty"][1])
+    max_output_length: typing.Optional[int] = _field(
+        DECODING_DEFAULTS["max_output_length"], DECODING_FLAGS["max_output_length"][1])
+    early_stopping: typing.Union[str, bool] = _field(
+        DECODING_DEFAULTS["early_stopping"], DECODING_FLAGS["early_stopping"][1],
+        type=early_stopping_value, metavar="{never,true,false}")
     eval_batch_size: int = _field(64, "sentences per decoding batch")
     max_eval_sentences: typing.Optional[int] = _field(None, "score only the first N sentences")
     attention_plots: int = _field(3, "test sentences whose attention is drawn to attention/")
@@ -152,18 +187,40 @@ def positive_int(text):
     return value
 
 
-# `--early-stopping` of export.py and evaluate.py: flag value -> `beam_search`'s.
-EARLY_STOPPING = {"never": "never", "true": True, "false": False}
+def add_decoding_flags(parser, default="the run's"):
+    """Adds the decoding flags of train.py to another script
+    (`--beam-size`, `--length-penalty`, `--max-output-length`,
+    `--early-stopping`), each None unless given; `decoding_overrides(args)`
+    is what `Translator.with_settings` takes."""
+    group = parser.add_argument_group("decoding (as train.py's flags)")
+    for name, (kind, help_text) in DECODING_FLAGS.items():
+        group.add_argument(_flag(name), type=kind, dest=name, default=None,
+                           metavar="{never,true,false}" if name == "early_stopping" else None,
+                           help=f"{help_text} (default: {default})")
+    return parser
 
 
-def add_early_stopping_flag(parser):
-    """Adds `--early-stopping {never,true,false}`; `EARLY_STOPPING[value]`
-    (None when not given) is what `Translator(early_stopping=...)` takes."""
-    parser.add_argument("--early-stopping", choices=tuple(EARLY_STOPPING),
-                        help="when beam search stops a sentence: never (the exact bound), true "
-                        "(once beam-size hypotheses have finished, as fairseq and CTranslate2) "
-                        "or false (Hugging Face's heuristic) (default: the run's, never unless a "
-                        "preset was saved with another)")
+def decoding_overrides(parser, args):
+    """The decoding flags given on the command line, as settings, checked
+    (`parser.error` names a bad one by its flag)."""
+    overrides = {name: getattr(args, name) for name in DECODING_FLAGS
+                 if getattr(args, name, None) is not None}
+    if overrides:
+        from recipes._startup import import_tensorflow
+
+        import_tensorflow()  # before Keras: quietly
+        from keras_attention.decoding import DecodingSettings
+
+        try:
+            DecodingSettings.check(overrides, _flag)
+        except ValueError as e:
+            parser.error(str(e))
+    return overrides
+
+
+def decoding_settings(config):
+    """The config's decoding settings, as `Translator(...)` takes them."""
+    return {name: getattr(config, name) for name in DECODING_FLAGS}
 
 
 PRESETS = {
@@ -234,7 +291,9 @@ def add_config_flags(parser):
             if "type" in field.metadata:
                 kwargs["type"] = field.metadata["type"]
         else:
-            kwargs["type"] = base
+            kwargs["type"] = field.metadata.get("type", base)
+            if "metavar" in field.metadata:
+                kwargs["metavar"] = field.metadata["metavar"]
             if "choices" in field.metadata:
                 kwargs["choices"] = field.metadata["choices"]
         group.add_argument(_flag(field.name), **kwargs)
@@ -269,14 +328,13 @@ def check_config(config):
     """Raises ValueError naming the first bad field (by its flag)."""
     # Imported here: `--help` must not import Keras/TensorFlow (see above).
     from keras_attention._validation import (
-        check_non_negative,
         check_non_negative_int,
         check_positive_int,
         check_rate,
     )
 
     positive = ("vocabulary_size", "max_length", "batch_tokens", "steps", "steps_per_epoch",
-                "warmup_steps", "beam_size", "eval_batch_size", "keep_checkpoints",
+                "warmup_steps", "eval_batch_size", "keep_checkpoints",
                 "average_checkpoints", "backup_every_steps", "shuffle_buffer")
     if config.early_stopping_patience is not None:
         positive += ("early_stopping_patience",)
@@ -314,7 +372,13 @@ def check_config(config):
     check_positive_int("--max-eval-sentences", config.max_eval_sentences, allow_none=True)
     check_non_negative_int("--attention-plots", config.attention_plots)
     check_rate("--label-smoothing", config.label_smoothing)
-    check_non_negative("--length-penalty", config.length_penalty)
+    # The decoding settings' one validation, naming the flags.
+    from keras_attention.decoding import DecodingSettings
+
+    DecodingSettings.check(decoding_settings(config), _flag)
+    if config.max_output_length is not None and config.max_output_length > config.max_length:
+        raise ValueError(f"--max-output-length {config.max_output_length} exceeds --max-length "
+                         f"{config.max_length} (the model's positions).")
     if config.dataset == "text_files":
         if not config.train_files:
             raise ValueError("--dataset text_files needs --train-files SRC TGT (or a TSV file).")

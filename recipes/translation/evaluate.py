@@ -20,11 +20,7 @@ import logging
 if not __package__:  # run as a file, not with `python -m recipes.translation.evaluate`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from recipes.translation.config import (  # noqa: E402
-    EARLY_STOPPING,
-    add_early_stopping_flag,
-    positive_int,
-)
+from recipes.translation.config import add_decoding_flags, decoding_overrides  # noqa: E402
 
 
 def main(argv=None):
@@ -41,12 +37,10 @@ def main(argv=None):
     parser.add_argument("--reference-file", help="their reference translations, one per line")
     parser.add_argument("--output-dir", help="where the hypotheses and scores go "
                         "(default: the run directory)")
-    parser.add_argument("--beam-size", type=positive_int,
-                        help="beam size (default: the run's)")
-    parser.add_argument("--length-penalty", type=float, help="length penalty (default: the run's)")
-    add_early_stopping_flag(parser)
+    add_decoding_flags(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    overrides = decoding_overrides(parser, args)
     if args.source_file and args.split:
         parser.error("give --split or --source-file, not both")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
@@ -61,9 +55,7 @@ def main(argv=None):
         result = evaluate_run(
             args.workdir, checkpoint=args.checkpoint, split=args.split,
             source_file=args.source_file, reference_file=args.reference_file,
-            output_dir=args.output_dir, beam_size=args.beam_size,
-            length_penalty=args.length_penalty,
-            early_stopping=EARLY_STOPPING.get(args.early_stopping), verbose=0 if args.quiet else 1,
+            output_dir=args.output_dir, decoding=overrides, verbose=0 if args.quiet else 1,
         )
     except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e}\n")

@@ -32,8 +32,8 @@ if not __package__:  # run as a file, not with `python -m recipes.translation.ex
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
 from recipes.translation.config import (  # noqa: E402
-    EARLY_STOPPING,
-    add_early_stopping_flag,
+    add_decoding_flags,
+    decoding_overrides,
     positive_int,
 )
 
@@ -60,13 +60,7 @@ def main(argv=None):
                         "(default: <workdir>/ctranslate2[-<quantization>])")
     parser.add_argument("--version", type=positive_int,
                         help="version folder, a positive integer (default: the next number)")
-    parser.add_argument("--beam-size", type=positive_int,
-                        help="beam size (default: the run's; 1: greedy)")
-    parser.add_argument("--length-penalty", type=float,
-                        help="GNMT length penalty alpha (default: the run's)")
-    parser.add_argument("--max-output-length", type=positive_int,
-                        help="most target tokens (default: the run's --max-length)")
-    add_early_stopping_flag(parser)
+    add_decoding_flags(parser)
     parser.add_argument("--dtype-policy", choices=("float32", "mixed_bfloat16", "mixed_float16"),
                         help="serve under this precision (default: the model's; float32 "
                         "suits CPUs without bfloat16 instructions)")
@@ -77,6 +71,7 @@ def main(argv=None):
                         help="replace an existing CTranslate2 model directory (only one: "
                         "never a run directory or another folder; --format ctranslate2 only)")
     args = parser.parse_args(argv)
+    overrides = decoding_overrides(parser, args)
     if args.format == "ctranslate2":
         given = [n for n in SAVEDMODEL_ONLY if getattr(args, n) is not None]
         if given:
@@ -93,10 +88,6 @@ def main(argv=None):
 
     try:
         _, translator = load_translator(args.workdir, args.checkpoint)
-        overrides = {name: value for name, value in (
-            ("beam_size", args.beam_size), ("length_penalty", args.length_penalty),
-            ("max_output_length", args.max_output_length),
-            ("early_stopping", EARLY_STOPPING.get(args.early_stopping))) if value is not None}
         translator = translator.with_settings(**overrides)
         if args.format == "ctranslate2":
             name = "ctranslate2" + (f"-{args.quantization}" if args.quantization else "")

@@ -24,7 +24,10 @@ import os
 if not __package__:  # run as a file, not with `python -m recipes.translation.playground`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from recipes.translation.config import positive_int  # noqa: E402
+from recipes.translation.config import (  # noqa: E402
+    add_decoding_flags,
+    decoding_overrides,
+)
 
 TRAIN_HINT = ("Train one first: python3 run.py main (writes runs/translation), or "
               "python recipes/translation/train.py --workdir DIR.")
@@ -53,10 +56,10 @@ def main(argv=None):
                         "0.0.0.0 serves every network the machine is on)")
     parser.add_argument("--port", type=port_number, default=8000,
                         help="TCP port (default: 8000; 0: any free port)")
-    parser.add_argument("--beam-size", type=positive_int,
-                        help="the page's starting beam size (default: the run's)")
+    add_decoding_flags(parser, default="the run's; the page's starting beam size")
     parser.add_argument("--quiet", action="store_true", help="no line per request")
     args = parser.parse_args(argv)
+    overrides = decoding_overrides(parser, args)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 
     if not os.path.isdir(args.workdir):
@@ -74,8 +77,7 @@ def main(argv=None):
         # The plain graph, not XLA: a visitor may pick any beam size and length,
         # and XLA would stop for a compilation (seconds) at each new one.
         translator = Translator.from_preset(args.workdir, jit_compile=False)
-        if args.beam_size is not None:
-            translator = translator.with_settings(beam_size=args.beam_size)
+        translator = translator.with_settings(**overrides)
     except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e} {TRAIN_HINT}\n")
     try:

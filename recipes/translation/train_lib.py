@@ -50,8 +50,8 @@ from keras_attention.training import (
     resolve_precision,
 )
 from keras_attention.translation import Translator
-from keras_attention.visualization import attention_maps, save_attention_heatmaps
-from recipes.translation.config import check_config, load_config
+from keras_attention.visualization import save_attention_heatmaps
+from recipes.translation.config import check_config, decoding_settings, load_config
 
 
 def make_corpus(config):
@@ -317,8 +317,7 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     # The one object that translates (validation BLEU, the final score, the
     # heatmaps) and is saved (preset/, export/).
     translator = Translator(model, source_tokenizer, target_tokenizer,
-                            beam_size=config.beam_size, length_penalty=config.length_penalty,
-                            jit_compile=config.decode_jit_compile)
+                            **decoding_settings(config), jit_compile=config.decode_jit_compile)
 
     def dataset_fn(input_context, seed_offset):
         return make_batches(
@@ -486,7 +485,7 @@ def load_translator(workdir, checkpoint=None):
     model = build_model(config, source_tokenizer.vocabulary_size, target_tokenizer.vocabulary_size)
     load_weights_checked(model, checkpoint)
     return config, Translator(model, source_tokenizer, target_tokenizer,
-                              beam_size=config.beam_size, length_penalty=config.length_penalty)
+                              **decoding_settings(config))
 
 
 def load_run(workdir, checkpoint=None):
@@ -532,11 +531,7 @@ def visualize(translator, sentences, output_dir, target=None, layers=None):
     written."""
     paths = []
     for sentence in sentences:
-        maps = attention_maps(translator.model, translator.source_tokenizer,
-                              translator.target_tokenizer, sentence, target,
-                              beam_size=translator.beam_size,
-                              length_penalty=translator.length_penalty,
-                              early_stopping=translator.early_stopping)
+        maps = translator.attention(sentence, target)
         paths += save_attention_heatmaps(maps, output_dir, layers=layers,
                                          prefix=heatmap_prefix(sentence, output_dir))
     return paths
@@ -560,19 +555,14 @@ def write_html(translator, sentences, path, target=None):
 
 
 def evaluate_run(workdir, checkpoint=None, split=None, source_file=None, reference_file=None,
-                 output_dir=None, beam_size=None, length_penalty=None, early_stopping=None,
-                 verbose=1):
+                 output_dir=None, decoding=None, verbose=1):
     """Scores a run directory (or one of its checkpoints) on a split or on
     given files; writes `<output_dir>/hypotheses.<name>.txt` and
-    `<output_dir>/scores.<name>.json`. Returns the scores. The decoding
-    settings given (not None) replace the run's."""
+    `<output_dir>/scores.<name>.json`. Returns the scores. `decoding`: the
+    decoding settings that replace the run's (`Translator.with_settings`)."""
     config, translator = load_translator(workdir, checkpoint)
-    overrides = {k: v for k, v in (("beam_size", beam_size), ("length_penalty", length_penalty))
-                 if v is not None}
-    config = dataclasses.replace(config, **overrides)
-    if early_stopping is not None:  # a decoding setting the training config has not
-        overrides["early_stopping"] = early_stopping
-    translator = translator.with_settings(**overrides)
+    translator = translator.with_settings(**(decoding or {}))
+    config = dataclasses.replace(config, **translator.get_config())
     output_dir = output_dir or workdir
     sources = references = corpus = None
     if source_file is not None:
@@ -592,9 +582,7 @@ def evaluate_run(workdir, checkpoint=None, split=None, source_file=None, referen
                    references=references,
                    output_prefix=os.path.join(output_dir, f"hypotheses.{name}"), verbose=verbose)
     result["checkpoint"] = checkpoint or "model.keras"
-    result["decoding"] = {"beam_size": translator.beam_size,
-                          "length_penalty": translator.length_penalty,
-                          "early_stopping": translator.early_stopping}
+    result["decoding"] = translator.get_config()
     scores_path = os.path.join(output_dir, f"scores.{name}.json")
     _write_json(scores_path, result)
     print(f"Wrote {os.path.join(output_dir, f'hypotheses.{name}.txt')} and {scores_path}",

@@ -20,7 +20,7 @@ import os
 if not __package__:  # run as a file, not with `python -m recipes.translation.visualize`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from recipes.translation.config import positive_int  # noqa: E402
+from recipes.translation.config import add_decoding_flags, decoding_overrides  # noqa: E402
 
 
 def main(argv=None):
@@ -40,14 +40,14 @@ def main(argv=None):
                         "files are named after the sentence and never overwritten")
     parser.add_argument("--layers", type=int, nargs="+",
                         help="layers to draw per head, 1-based (default: all)")
-    parser.add_argument("--beam-size", type=positive_int,
-                        help="beam size (default: the run's, or 4 with --model)")
+    add_decoding_flags(parser, default="the run's; with --model, train.py's")
     parser.add_argument("--html", metavar="FILE",
                         help="also write one self-contained HTML page per sentence (the "
                         "playground's views: head view, model view, how each weight was "
                         "computed; opens offline); FILE for one sentence, FILE's stem "
                         "numbered for several")
     args = parser.parse_args(argv)
+    overrides = decoding_overrides(parser, args)
     if args.model and not args.vocab:
         parser.error("--model needs --vocab")
     if args.target and len(args.sentence) != 1:
@@ -61,8 +61,7 @@ def main(argv=None):
     from recipes.translation.train_lib import translator_from_files, visualize, write_html
 
     try:
-        translator = translator_from_files(args.workdir, args.model, args.vocab,
-                                           beam_size=args.beam_size)
+        translator = translator_from_files(args.workdir, args.model, args.vocab, **overrides)
         output_dir = args.output_dir or os.path.join(args.workdir, "attention")
         paths = visualize(translator, args.sentence, output_dir, target=args.target,
                           layers=args.layers)

@@ -63,7 +63,7 @@ def padded(rows, end=True):
 
 
 def convert(model, tokenizer, path, **kwargs):
-    path = export_ctranslate2(model, tokenizer, tokenizer, str(path), **kwargs)
+    path = export_ctranslate2(Translator(model, tokenizer, tokenizer), str(path), **kwargs)
     return ctranslate2.Translator(path, device="cpu", compute_type="float32", intra_threads=1)
 
 
@@ -124,7 +124,7 @@ def test_untrained_model_decodes_and_scores_as_ours(options, tokenizer, tmp_path
 
 def test_layout_config_and_vocabulary(tokenizer, tmp_path):
     path = tmp_path / "ct2"
-    assert export_ctranslate2(tiny(), tokenizer, tokenizer, str(path)) == str(path)
+    assert export_ctranslate2(Translator(tiny(), tokenizer, tokenizer), str(path)) == str(path)
     assert sorted(os.listdir(path)) == ["config.json", "model.bin", "shared_vocabulary.json"]
     config = json.loads((path / "config.json").read_text())
     assert {k: config[k] for k in ("unk_token", "bos_token", "eos_token", "decoder_start_token",
@@ -155,9 +155,9 @@ def test_weight_layout(tokenizer):
 
 def test_int8_quantization(tokenizer, tmp_path):
     model = tiny()
-    float32 = export_ctranslate2(model, tokenizer, tokenizer, str(tmp_path / "f32"))
-    int8 = export_ctranslate2(model, tokenizer, tokenizer, str(tmp_path / "int8"),
-                              quantization="int8")
+    translator = Translator(model, tokenizer, tokenizer)
+    float32 = export_ctranslate2(translator, str(tmp_path / "f32"))
+    int8 = export_ctranslate2(translator, str(tmp_path / "int8"), quantization="int8")
     size = os.path.getsize
     assert size(os.path.join(int8, "model.bin")) < size(os.path.join(float32, "model.bin")) / 2
     translator = ctranslate2.Translator(int8, compute_type="int8")
@@ -175,16 +175,18 @@ def test_strings_through_the_helper_equal_translate(tokenizer, tmp_path):
     sentences.append(" ".join(SYMBOLS[:20]))  # longer than max_length: truncated
     ours, our_scores = translate(model, tokenizer, tokenizer, sentences, beam_size=1,
                                  length_penalty=0.6, verbose=0)
-    theirs, scores = translate_with_ctranslate2(translator, tokenizer, tokenizer, sentences,
-                                                max_length=16, beam_size=1, length_penalty=0.6,
-                                                batch_size=4)
+    greedy = Translator(model, tokenizer, tokenizer, beam_size=1, length_penalty=0.6)
+    theirs, scores = translate_with_ctranslate2(translator, greedy, sentences, batch_size=4)
     assert theirs == ours
     np.testing.assert_allclose(scores, our_scores, atol=TOLERANCE)
     # An empty source is not run through the model, as in the SavedModel.
-    assert translate_with_ctranslate2(translator, tokenizer, tokenizer, ["", "s1"],
-                                      max_length=16)[0][0] == ""
-    assert translate_with_ctranslate2(translator, tokenizer, tokenizer, [], max_length=16) == (
-        [], [])
+    assert translate_with_ctranslate2(translator, greedy, ["", "s1"])[0][0] == ""
+    assert translate_with_ctranslate2(translator, greedy, []) == ([], [])
+    # The translator's max_output_length reaches CTranslate2 ([END] included).
+    short, _ = translate_with_ctranslate2(
+        translator, greedy.with_settings(max_output_length=2), sentences)
+    assert short == translate(model, tokenizer, tokenizer, sentences, beam_size=1,
+                              max_length=2, verbose=0)[0]
 
 
 def test_translator_method_and_overwrite(tokenizer, tmp_path):
@@ -217,30 +219,34 @@ def test_overwrite_replaces_only_a_converted_model(tokenizer, tmp_path):
 
 def test_unsupported_activation_is_named(tokenizer, tmp_path):
     with pytest.raises(ValueError, match="activation='elu'.*relu, gelu"):
-        export_ctranslate2(tiny(activation="elu"), tokenizer, tokenizer, str(tmp_path / "x"))
+        export_ctranslate2(Translator(tiny(activation="elu"), tokenizer, tokenizer),
+                           str(tmp_path / "x"))
     assert not os.listdir(tmp_path)  # nothing written
 
 
 def test_wrong_inputs_are_named(tokenizer, tmp_path):
     out = str(tmp_path / "x")
+    with pytest.raises(TypeError, match="must be a keras_attention.Translator"):
+        export_ctranslate2(keras.Sequential([keras.layers.Dense(2)]), out)
     with pytest.raises(TypeError, match="must be a keras_attention.models.Transformer"):
-        export_ctranslate2(keras.Sequential([keras.layers.Dense(2)]), tokenizer, tokenizer, out)
+        build_spec(keras.Sequential([keras.layers.Dense(2)]), tokenizer, tokenizer)
     with pytest.raises(ValueError, match="source tokenizer has 64 tokens but the model's encoder "
                                          "vocabulary has 100"):
-        export_ctranslate2(tiny(vocabulary_size=100), tokenizer, tokenizer, out)
+        build_spec(tiny(vocabulary_size=100), tokenizer, tokenizer)
+    translator = Translator(tiny(), tokenizer, tokenizer)
     with pytest.raises(ValueError, match="Unknown quantization='int4'"):
-        export_ctranslate2(tiny(), tokenizer, tokenizer, out, quantization="int4")
+        export_ctranslate2(translator, out, quantization="int4")
     os.makedirs(out)
     open(os.path.join(out, "keep.txt"), "w").close()
     with pytest.raises(FileExistsError, match="exists; pass overwrite=True"):
-        export_ctranslate2(tiny(), tokenizer, tokenizer, out)
+        export_ctranslate2(translator, out)
     assert os.listdir(out) == ["keep.txt"]
 
 
 def test_missing_ctranslate2_is_explained(tokenizer, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "ctranslate2", None)  # import fails
     with pytest.raises(ImportError, match="pip install 'ctranslate2>=4.5'"):
-        export_ctranslate2(tiny(), tokenizer, tokenizer, str(tmp_path / "x"))
+        export_ctranslate2(Translator(tiny(), tokenizer, tokenizer), str(tmp_path / "x"))
 
 
 def test_quantization_lists_are_ctranslate2s():
@@ -330,10 +336,8 @@ def test_tiny_run_through_the_recipe_and_the_helper(tiny_run, tmp_path, capsys):
     ours, our_scores = translator.translate(sentences, beam_size=1, return_scores=True,
                                             verbose=0)
     ct2 = ctranslate2.Translator(str(tmp_path / "ct2"), compute_type="float32")
-    theirs, scores = translate_with_ctranslate2(
-        ct2, translator.source_tokenizer, translator.target_tokenizer, sentences,
-        max_length=translator.model.max_length, beam_size=1,
-        length_penalty=translator.length_penalty)
+    theirs, scores = translate_with_ctranslate2(ct2, translator.with_settings(beam_size=1),
+                                                sentences)
     assert theirs == ours
     np.testing.assert_allclose(scores, our_scores, atol=TOLERANCE)
 

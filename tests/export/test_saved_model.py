@@ -13,7 +13,7 @@ import tensorflow as tf
 from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
 from keras_attention.decoding import greedy_search
 from keras_attention.export import export_translator, next_version
-from keras_attention.translation import translate
+from keras_attention.translation import Translator, translate
 from recipes.translation.train_lib import load_run
 from tests.helpers import FRESH_PROCESS, SENTENCES
 
@@ -47,7 +47,7 @@ def test_layout_and_versions(exported, run, tmp_path):
     assert next_version(export_dir) == 2
     assert not [n for n in os.listdir(export_dir) if n.startswith(".tmp")]
     with pytest.raises(FileExistsError, match="immutable"):
-        export_translator(run[3], run[1], run[2], export_dir, version=1)
+        export_translator(Translator(run[3], run[1], run[2]), export_dir, version=1)
 
 
 def test_signature_equals_python_side_translation(exported, run):
@@ -96,8 +96,8 @@ def test_score_means_the_same_with_one_beam(run, tmp_path):
     log P(Y|X) / ((5 + |Y|) / 6)^alpha, as with beam search."""
     _, source, target, model = run
     alpha = 1.0
-    path = export_translator(model, source, target, str(tmp_path), beam_size=1,
-                             length_penalty=alpha)
+    path = export_translator(Translator(model, source, target, beam_size=1,
+                                        length_penalty=alpha), str(tmp_path))
     served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(SENTENCES))
     encoder_tokens = tokenize_with_end(source, tf.constant(SENTENCES), model.max_length).to_tensor()
     tokens, log_probs = greedy_search(model, encoder_tokens, model.max_length, START_ID, END_ID,
@@ -242,19 +242,26 @@ def test_saved_model_cli_show_lists_the_signature(exported):
 
 
 def test_bad_arguments(run, tmp_path):
+    """The settings are checked once, by the translator the export takes
+    (`DecodingSettings`); anything but a translator is refused by name."""
     _, source, target, model = run
+    translator = Translator(model, source, target)
     with pytest.raises(ValueError, match="beam_size"):
-        export_translator(model, source, target, str(tmp_path), beam_size=0)
+        export_translator(translator.with_settings(beam_size=0), str(tmp_path))
     with pytest.raises(ValueError, match="length_penalty"):
-        export_translator(model, source, target, str(tmp_path), length_penalty=-1)
+        export_translator(translator.with_settings(length_penalty=-1), str(tmp_path))
+    with pytest.raises(TypeError, match="must be a keras_attention.Translator.*Transformer"):
+        export_translator(model, str(tmp_path))
+    assert os.listdir(tmp_path) == []
 
 
 def test_export_under_another_dtype_policy(run, tmp_path):
     """A model can be served under another precision than it was trained in:
     the weights are the same, the graph computes in the new dtype."""
     config, source, target, model = run
-    path = export_translator(model, source, target, str(tmp_path), beam_size=config.beam_size,
-                             length_penalty=config.length_penalty, dtype_policy="mixed_bfloat16")
+    translator = Translator(model, source, target, beam_size=config.beam_size,
+                            length_penalty=config.length_penalty)
+    path = export_translator(translator, str(tmp_path), dtype_policy="mixed_bfloat16")
     settings = json.load(open(os.path.join(path, "assets.extra/export.json")))
     assert settings["dtype_policy"] == "mixed_bfloat16"
     assert model.dtype_policy.name == "float32"  # the caller's model is untouched

@@ -141,11 +141,45 @@ def test_choices_agree_with_the_library():
          "--early-stopping-patience needs a validation split"),
         ({"dataset": "text_files", "train_files": ("a.tsv",), "early_stopping_patience": 3,
           "holdout": (0.0, 0.1)}, "--early-stopping-patience needs a validation split"),
+        # The decoding settings, by DecodingSettings' one validation, named by flag.
+        ({"beam_size": 0}, "--beam-size must be a positive integer; received 0"),
+        ({"length_penalty": -1.0}, "--length-penalty must be a finite number >= 0"),
+        ({"early_stopping": "sometimes"}, "--early-stopping must be never, true or false"),
+        ({"max_output_length": 0}, "--max-output-length must be a positive integer"),
+        ({"max_output_length": 65}, "--max-output-length 65 exceeds --max-length 64"),
     ],
 )
 def test_bad_config(overrides, match):
     with pytest.raises(ValueError, match=match):
         check_config(dataclasses.replace(TranslationConfig(), **overrides))
+
+
+def test_every_script_offers_the_same_decoding_flags(capsys):
+    """train.py (config fields), evaluate.py, export.py, visualize.py and
+    playground.py take the same four decoding flags with one help text
+    each; their defaults are the library's (`DecodingSettings`), and a
+    value reaches the config (`--early-stopping true` -> True) and the
+    translator's settings."""
+    from keras_attention.decoding import DEFAULTS
+    from recipes.translation import evaluate, export, playground, visualize
+
+    assert config_module.DECODING_DEFAULTS == DEFAULTS.to_dict()
+    assert tuple(config_module.DECODING_FLAGS) == DEFAULTS.names()
+    assert config_module.decoding_settings(TranslationConfig()) == DEFAULTS.to_dict()
+    flags = ["--beam-size", "--length-penalty", "--max-output-length", "--early-stopping"]
+    for script in (train, evaluate, export, visualize, playground):
+        code, out, _ = run_main(script.main, ["--help"], capsys)
+        assert code == 0
+        assert all(flag in out for flag in flags), (script.__name__, out)
+    config = parse(["--early-stopping", "true", "--max-output-length", "20", "--beam-size", "2"])
+    assert (config.early_stopping, config.max_output_length, config.beam_size) == (True, 20, 2)
+    assert parse(["--early-stopping", "never"]).early_stopping == "never"
+    assert parse(["--early-stopping", "false"]).early_stopping is False
+    with pytest.raises(SystemExit):
+        parse(["--early-stopping", "sometimes"])
+    code, _, err = run_main(evaluate.main, ["--workdir", "x", "--early-stopping", "maybe"],
+                            capsys)
+    assert code == 2 and "--early-stopping: must be never, true or false" in err
 
 
 # -- training runs ----------------------------------------------------------
@@ -194,7 +228,8 @@ def test_evaluate_a_split_files_and_a_checkpoint(tiny_run, text_files, tmp_path)
     assert (tmp_path / "hypotheses.validation.txt").is_file()
     result = evaluate_run(str(workdir), checkpoint=str(workdir / "checkpoints/ckpt-6.weights.h5"),
                           source_file=text_files["test"][0], reference_file=text_files["test"][1],
-                          output_dir=str(tmp_path), beam_size=1, verbose=0)
+                          output_dir=str(tmp_path), decoding={"beam_size": 1}, verbose=0)
+    assert result["decoding"]["beam_size"] == 1
     assert result["checkpoint"].endswith("ckpt-6.weights.h5")
     assert (tmp_path / "scores.test.en.json").is_file()
 
@@ -211,7 +246,8 @@ def test_evaluate_command_line(tiny_run, tmp_path):
     scores = json.loads(result.stdout[result.stdout.index("{"):])
     assert scores["eval_split"] == "test"
     assert scores["decoding"] == {"beam_size": config.beam_size,  # the run's, but the flag's
-                                  "length_penalty": config.length_penalty, "early_stopping": True}
+                                  "length_penalty": config.length_penalty,
+                                  "max_output_length": None, "early_stopping": True}
     # It says where its files went, and TensorFlow's start-up noise on a machine
     # without a GPU ("E0000 ... failed call to cuInit: ... CUDA error") is gone.
     assert f"Wrote {tmp_path / 'hypotheses.test.txt'} and {tmp_path / 'scores.test.json'}" in (
@@ -249,7 +285,7 @@ def test_export_command_refuses_beam_size_0(tiny_run, capsys):
     code, out, err = run_main(export.main, ["--workdir", str(workdir), "--beam-size", "0"],
                               capsys)
     assert code == 2, out[-2000:]
-    assert "--beam-size: must be a positive integer; received '0'" in err
+    assert "--beam-size must be a positive integer; received 0." in err
     assert snapshot(workdir) == before
 
 

@@ -23,11 +23,15 @@ def run(tiny_run):
     return workdir, source, target, model
 
 
+def maps_of(model, source, target_tokenizer, text, target=None, **settings):
+    return attention_maps(Translator(model, source, target_tokenizer, **settings), text, target)
+
+
 @pytest.mark.parametrize("target", [None, "El libro rojo está sobre la mesa."])
 def test_maps_shapes_and_normalisation(run, target):
     _, source, target_tokenizer, model = run
-    maps = attention_maps(model, source, target_tokenizer, "The red book is on the table.",
-                          target=target, beam_size=2)
+    maps = maps_of(model, source, target_tokenizer, "The red book is on the table.",
+                   target=target, beam_size=2)
     s, t = len(maps.source_tokens), len(maps.target_tokens)
     layers, heads = model.num_decoder_layers, 4
     assert maps.source_tokens[-1] == "[END]" and maps.target_tokens[-1] == "[END]"
@@ -49,43 +53,40 @@ def test_padding_is_removed_and_batch_independent(run):
     """The maps of a sentence are those of its own tokens: a long and a short
     sentence give maps sized to themselves."""
     _, source, target, model = run
-    short = attention_maps(model, source, target, "I left.", target="Salí.")
-    long = attention_maps(model, source, target, "The two black horses are in the big field.",
-                          target="Los dos caballos negros están en el campo grande.")
+    short = maps_of(model, source, target, "I left.", target="Salí.")
+    long = maps_of(model, source, target, "The two black horses are in the big field.",
+                   target="Los dos caballos negros están en el campo grande.")
     assert short.cross.shape[-1] == len(short.source_tokens) < long.cross.shape[-1]
 
 
-def test_maps_are_of_the_search_under_the_stopping_rule_given(run, monkeypatch):
-    """With `target=None` the maps are those of the best translation that
-    `search` returns under the `early_stopping` given (a thin pass-through:
-    the tiny model's best translation is often the same under every rule,
-    so the search is watched); a bad value is refused by name."""
-    from keras_attention.visualization import attention as module
-
+def test_maps_are_of_the_translators_own_search(run):
+    """With `target=None` the maps are those of the best translation of the
+    translator's own search, under every setting it holds: the
+    `early_stopping` rule and `max_output_length` (which the heatmaps once
+    ignored); a bad setting is refused by name."""
     _, source, target, model = run
-    calls = []
-
-    def watched(*args, **kwargs):
-        calls.append((kwargs.get("early_stopping"), module_search(*args, **kwargs)))
-        return calls[-1][1]
-
-    module_search = module.search
-    monkeypatch.setattr(module, "search", watched)
+    text = "We did not see the big house."
+    translator = Translator(model, source, target, beam_size=4)
     for early_stopping in ("never", True, False):
-        maps = attention_maps(model, source, target, "We did not see the big house.",
-                              beam_size=4, early_stopping=early_stopping)
-        used, (tokens, _) = calls[-1]
-        assert type(used) is type(early_stopping) and used == early_stopping
-        best = [int(t) for t in np.asarray(tokens)[0] if t != 0][: model.max_length - 1]
-        assert maps.target_tokens[: len(best)] == [
-            t.decode("utf-8") for t in target.id_to_token(np.asarray(best, np.int32)).numpy()]
+        own = translator.with_settings(early_stopping=early_stopping)
+        maps = attention_maps(own, text)
+        assert maps.target_tokens == own.search([text]).tokens[0]
+        assert maps.translation == own.translate([text])[0]
+    for limit in (2, 3):
+        short = translator.with_settings(max_output_length=limit)
+        cut = short.search([text]).tokens[0]
+        assert 1 <= len(cut) <= limit
+        # The pass of the tokens generated, with [END] predicted after them
+        # when the limit cut the translation.
+        expected = cut if cut[-1] == "[END]" else cut + ["[END]"]
+        assert attention_maps(short, text).target_tokens == expected
     with pytest.raises(ValueError, match="early_stopping"):
-        attention_maps(model, source, target, "I left.", early_stopping="sometimes")
+        translator.with_settings(early_stopping="sometimes")
 
 
 def test_png_files(run, tmp_path):
     _, source, target, model = run
-    maps = attention_maps(model, source, target, "Where is the small cat?", beam_size=2)
+    maps = maps_of(model, source, target, "Where is the small cat?", beam_size=2)
     paths = save_attention_heatmaps(maps, str(tmp_path), prefix="s_")
     layers = model.num_decoder_layers
     assert len(paths) == 1 + 3 * layers
@@ -202,7 +203,7 @@ def test_a_moved_adjective_attends_to_its_source_word(bundled_data_dir, bundled_
     examples = [e for e in bundled_splits["test"] if e.alignments][:40]
     hits, pairs = np.zeros(model.num_decoder_layers), 0
     for example in examples:
-        maps = attention_maps(model, source, target, example.en, target=example.es)
+        maps = maps_of(model, source, target, example.en, target=example.es)
         for english, spanish in example.alignments:
             row = maps.target_tokens.index(first_piece(target, spanish))
             column = maps.source_tokens.index(first_piece(source, english))
@@ -219,6 +220,6 @@ def test_output_at_the_length_limit(run):
 
     _, source, target, model = run
     untrained = Transformer.from_config(model.get_config())
-    maps = attention_maps(untrained, source, target, "The red book.", beam_size=1)
+    maps = maps_of(untrained, source, target, "The red book.", beam_size=1)
     assert len(maps.target_tokens) <= untrained.max_length
     assert maps.target_tokens[-1] == "[END]"

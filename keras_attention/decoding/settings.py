@@ -1,0 +1,135 @@
+"""The decoding settings, with their one default and their one validation,
+and the one GNMT length penalty every score of the package is divided by.
+
+`DecodingSettings` is what the `Translator` owns (`translator.settings`) and
+what every consumer reads: the searches' callers, the SavedModel and
+CTranslate2 exports, the keras-hub task and sampler, the playground, the
+heatmaps and the recipes' `--beam-size`, `--length-penalty`,
+`--max-output-length` and `--early-stopping` flags. `DEFAULTS` holds the
+defaults that the lower-level functions (`search`, `beam_search`, ...) show
+in their signatures.
+"""
+
+import dataclasses
+import numbers
+
+import numpy as np
+from keras import ops
+
+from keras_attention._validation import check_non_negative, check_positive_int
+
+EARLY_STOPPING_VALUES = ("never", True, False)
+
+
+def check_early_stopping(early_stopping):
+    """`early_stopping` of `beam_search`: "never", True or False."""
+    _check_early_stopping_named("early_stopping", early_stopping)
+
+
+def _check_early_stopping_named(name, value):
+    if not (isinstance(value, bool) or value == "never"):
+        if name.startswith("-"):  # a command-line flag
+            raise ValueError(f"{name} must be never, true or false; received {value!r}.")
+        raise ValueError(f"`{name}` must be \"never\", True or False; received "
+                         f"{name}={value!r}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodingSettings:
+    """How a translator decodes (frozen: `replace` gives another one).
+
+    Attributes:
+        beam_size: beams of the search (1: greedy).
+        length_penalty: GNMT length penalty alpha >= 0: hypotheses are
+            ranked, and scored, by log P(Y|X) / ((5 + |Y|) / 6)^alpha
+            (0: the log-probability).
+        max_output_length: most target tokens generated, `[END]` included
+            (None: the model's `max_length`).
+        early_stopping: when beam search stops a sentence: `"never"` (the
+            exact bound), `True` (once `beam_size` hypotheses have finished:
+            fairseq's, Marian's and CTranslate2's rule, about 35 % fewer
+            steps) or `False` (Hugging Face's heuristic).
+
+    Example:
+
+    >>> settings = DecodingSettings(beam_size=8)
+    >>> settings.replace(early_stopping=True).early_stopping
+    True
+    """
+
+    beam_size: int = 4
+    length_penalty: float = 0.6
+    max_output_length: "int | None" = None
+    early_stopping: "str | bool" = "never"
+
+    def __post_init__(self):
+        self.check(self.to_dict())
+        # One type per setting, whatever the caller passed (np.int64, 1 for 1.0).
+        object.__setattr__(self, "beam_size", int(self.beam_size))
+        object.__setattr__(self, "length_penalty", float(self.length_penalty))
+        if self.max_output_length is not None:
+            object.__setattr__(self, "max_output_length", int(self.max_output_length))
+
+    @staticmethod
+    def check(values, name_of=lambda name: name):
+        """Validates the settings in `values` (a dict; absent ones are not
+        checked): the one validation of each setting. `name_of(name)` names
+        a setting in the messages, e.g. as its command-line flag."""
+        checks = {
+            "beam_size": lambda n, v: check_positive_int(n, v),
+            "length_penalty": check_non_negative,
+            "max_output_length": lambda n, v: check_positive_int(n, v, allow_none=True),
+            "early_stopping": lambda n, v: _check_early_stopping_named(n, v),
+        }
+        for name, value in values.items():
+            checks[name](name_of(name), value)
+
+    @classmethod
+    def names(cls):
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def replace(self, **overrides):
+        """These settings with `overrides`, validated; an unknown name is a
+        TypeError that lists the known ones."""
+        unknown = sorted(set(overrides) - set(self.names()))
+        if unknown:
+            raise TypeError(f"Unknown decoding setting(s) {unknown}; expected some of "
+                            f"{list(self.names())}.")
+        return dataclasses.replace(self, **overrides) if overrides else self
+
+    def to_dict(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values, source="the decoding settings"):
+        """Settings from a saved dict (a preset's, an export's); unknown keys
+        are a ValueError naming `source`."""
+        if not isinstance(values, dict):
+            raise ValueError(f"{source} must be a JSON object of decoding settings; "
+                             f"received {values!r:.80}.")
+        unknown = sorted(set(values) - set(cls.names()))
+        if unknown:
+            raise ValueError(f"{source} has unknown decoding settings {unknown}; expected some "
+                             f"of {list(cls.names())} (saved by a newer keras_attention?).")
+        return cls(**values)
+
+    def output_length(self, max_length):
+        """Target tokens the search may generate for a model of `max_length`
+        positions: `max_output_length`, at most `max_length`."""
+        return min(self.max_output_length or max_length, max_length)
+
+
+DEFAULTS = DecodingSettings()
+
+
+def gnmt_length_penalty(length, alpha):
+    """The GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al., 2016),
+    which every score in this package divides log P(Y|X) by (the searches,
+    the SavedModel, the playground, the CTranslate2 scores): float64 for a
+    Python number or a NumPy array, float32 for a tensor (inside a search)."""
+    if isinstance(length, (numbers.Number, np.ndarray)):
+        return ((5.0 + np.asarray(length, np.float64)) / 6.0) ** alpha
+    return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
+
+
+__all__ = ["DEFAULTS", "DecodingSettings", "check_early_stopping", "gnmt_length_penalty"]
