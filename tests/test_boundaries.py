@@ -1,7 +1,7 @@
 """The package's import boundaries (DESIGN.md), read from the source:
 
 - other libraries through their public API only: no `tensorflow.python`,
-  `keras.src` or `keras_hub.src` (one documented exception);
+  `keras.src` or `keras_hub.src`;
 - no module imports a private name or module of another package of ours
   (the root's `_io`, `_validation` and `_constants` are the whole package's
   shared internals);
@@ -21,9 +21,6 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED_INTERNALS = {"keras_attention._io", "keras_attention._validation",
                     "keras_attention._constants"}
 PRIVATE_LIBRARIES = ("tensorflow.python", "keras.src", "keras_hub.src")
-# TensorFlow has no public way to ask whether a function is being compiled by
-# XLA (the dropout and LayerNorm kernels choose by it): the one exception.
-PRIVATE_LIBRARY_EXCEPTIONS = {"keras_attention/layers/_tf_context.py"}
 THROUGH_THE_TRANSLATOR = ("recipes/translation", "keras_attention/playground",
                           "keras_attention/visualization", "keras_attention/export")
 DECODING_NAMES_ALLOWED = {"DecodingSettings", "DEFAULTS", "gnmt_length_penalty",
@@ -60,7 +57,7 @@ def _private(name):
 def test_other_libraries_through_their_public_api_only():
     found = {(path, module) for path, module, _ in _imports()
              if module.startswith(PRIVATE_LIBRARIES)}
-    assert {path for path, _ in found} == PRIVATE_LIBRARY_EXCEPTIONS, sorted(found)
+    assert not found, sorted(found)
 
 
 def _private_imports(imports):

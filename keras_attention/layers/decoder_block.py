@@ -20,12 +20,11 @@ class DecoderBlock(TransformerBlockBase):
     feed-forward network, each wrapped in dropout, a residual connection and
     LayerNorm (post-LN with `norm_first=False`, pre-LN with `True`).
 
-    For incremental decoding, pass `self_attention_cache` (from
-    `initialize_self_attention_cache`) with
-    `self_attention_cache_update_index`, and `cross_attention_cache` (from
-    `compute_cross_attention_cache`): only the new positions run through the
-    block, and the keys/values of the earlier positions and of the encoder
-    outputs are read from the caches.
+    For incremental decoding, `call_with_cache` runs only the new positions
+    through the block, with the keys/values of the earlier positions and of
+    the encoder outputs read from the caches (`initialize_self_attention_cache`,
+    `compute_cross_attention_cache`); `attention_details` returns every
+    quantity of both attentions.
 
     Args:
         num_heads: number of attention heads N.
@@ -44,34 +43,19 @@ class DecoderBlock(TransformerBlockBase):
 
     Call arguments:
         decoder_sequence: `[B, T, D]`.
-        encoder_sequence: `[B, S, De]` encoder outputs; may be None when
-            `cross_attention_cache` is given.
+        encoder_sequence: `[B, S, De]` encoder outputs.
         decoder_padding_mask: optional boolean `[B, T]`; the Keras mask of
-            `decoder_sequence` is used as well. Not used while a self-attention
-            cache is updated (generated positions are never padding).
+            `decoder_sequence` is used as well.
         encoder_padding_mask: optional boolean `[B, S]`; the Keras mask of
-            `encoder_sequence` is used as well. Honoured by cross-attention,
-            also with a cache.
+            `encoder_sequence` is used as well.
         use_causal_mask: causal self-attention (True for a decoder).
-        self_attention_cache: optional `(keys, values)` `[B, L, K, H]`.
-        self_attention_cache_update_index: where the new positions are
-            written in the self-attention cache.
-        cross_attention_cache: optional precomputed `(keys, values)` of the
-            encoder outputs, `[B, S, K, H]`.
         return_attention_scores: if True, also return the self- and
             cross-attention weights.
         training: whether dropout is active.
-        return_attention_details: if True, return in the place of the two
-            scores the self- and cross-attention's dicts of details (see
-            `MultiHeadAttention`'s `return_attention_details`).
 
     Returns:
-        A fixed order, with optional parts present only when asked for:
-        `outputs` `[B, T, D]`; then `self_scores` `[B, N, T, T or L]` and
-        `cross_scores` `[B, N, T, S]` if `return_attention_scores`; then
-        `self_attention_cache` and `cross_attention_cache` if
-        `self_attention_cache` was given. A single tensor when only
-        `outputs` is returned.
+        `outputs` `[B, T, D]`, or `(outputs, (self_scores, cross_scores))`
+        with `return_attention_scores` (`[B, N, T, T]` and `[B, N, T, S]`).
 
     Example:
 
@@ -106,121 +90,115 @@ class DecoderBlock(TransformerBlockBase):
     def call(
         self,
         decoder_sequence,
-        encoder_sequence=None,
+        encoder_sequence,
         decoder_padding_mask=None,
         encoder_padding_mask=None,
         use_causal_mask=True,
-        self_attention_cache=None,
-        self_attention_cache_update_index=None,
-        cross_attention_cache=None,
         return_attention_scores=False,
         training=None,
-        return_attention_details=False,
         decoder_sequence_mask=None,
         encoder_sequence_mask=None,
     ):
-        if encoder_sequence is None and cross_attention_cache is None:
-            raise ValueError(
-                "DecoderBlock needs `encoder_sequence` or `cross_attention_cache`; "
-                "received neither."
-            )
-        if (self_attention_cache is None) != (self_attention_cache_update_index is None):
-            raise ValueError(
-                "`self_attention_cache` and `self_attention_cache_update_index` go "
-                "together; received self_attention_cache="
-                f"{'None' if self_attention_cache is None else 'a cache'} and "
-                f"self_attention_cache_update_index={self_attention_cache_update_index}."
-            )
-        caching = self_attention_cache is not None
-        if caching and cross_attention_cache is None:
+        x, scores, _ = self._run(
+            decoder_sequence, encoder_sequence, and_masks(decoder_sequence_mask,
+                                                          decoder_padding_mask),
+            and_masks(encoder_sequence_mask, encoder_padding_mask), use_causal_mask, training)
+        return (x, scores) if return_attention_scores else x
+
+    def call_with_cache(
+        self,
+        decoder_sequence,
+        self_attention_cache,
+        self_attention_cache_update_index,
+        cross_attention_cache=None,
+        encoder_sequence=None,
+        encoder_padding_mask=None,
+        training=None,
+    ):
+        """Runs only the new positions (incremental decoding): always
+        `(outputs [B, T, D], (self_attention_cache, cross_attention_cache))`.
+
+        Args:
+            decoder_sequence: `[B, T, D]`, the new positions (never padding).
+            self_attention_cache: `(keys, values)` `[B, L, K, H]`
+                (`initialize_self_attention_cache`, or the previous step's),
+                written at `self_attention_cache_update_index`.
+            cross_attention_cache: the encoder outputs' precomputed
+                `(keys, values)` (`compute_cross_attention_cache`); computed
+                from `encoder_sequence` when None.
+            encoder_padding_mask: boolean `[B, S]`, honoured by
+                cross-attention.
+        """
+        if cross_attention_cache is None:
+            if encoder_sequence is None:
+                raise ValueError("DecoderBlock.call_with_cache needs `cross_attention_cache` "
+                                 "or `encoder_sequence`; received neither.")
             cross_attention_cache = self.compute_cross_attention_cache(encoder_sequence)
-        # Explicit masks, so the result does not depend on whether Keras
-        # attached the masks to intermediate tensors.
-        decoder_mask = and_masks(decoder_sequence_mask, decoder_padding_mask)  # [B, T]
-        encoder_mask = and_masks(encoder_sequence_mask, encoder_padding_mask)  # [B, S]
+        x, _, caches = self._run(
+            decoder_sequence, None, None, encoder_padding_mask, True, training,
+            caches=(self_attention_cache, cross_attention_cache),
+            cache_update_index=self_attention_cache_update_index)
+        return x, caches
 
-        def self_attend(x):
-            return self.self_attention(
-                x,
-                x,
-                query_mask=decoder_mask,
-                value_mask=None if caching else decoder_mask,
-                use_causal_mask=use_causal_mask,
-                return_attention_scores=True,
-                return_attention_details=return_attention_details,
-                training=training,
-                cache=self_attention_cache,
-                cache_update_index=self_attention_cache_update_index,
-            )
+    def attention_details(self, decoder_sequence, encoder_sequence, decoder_padding_mask=None,
+                          encoder_padding_mask=None, use_causal_mask=True):
+        """Every quantity of both attentions (no dropout): always
+        `(outputs, (self_details, cross_details))`, each a dict of
+        `MultiHeadAttention.attention_details`."""
+        x, found, _ = self._run(decoder_sequence, encoder_sequence, decoder_padding_mask,
+                                encoder_padding_mask, use_causal_mask, False, details=True)
+        return x, found
 
-        def cross_attend(x):
-            return self.cross_attention(
-                x,
-                encoder_sequence,
-                query_mask=decoder_mask,
-                value_mask=encoder_mask,
-                return_attention_scores=True,
-                return_attention_details=return_attention_details,
-                training=training,
-                cache=cross_attention_cache,
-            )
+    def _run(self, decoder_sequence, encoder_sequence, decoder_mask, encoder_mask,
+             use_causal_mask, training, caches=None, cache_update_index=None, details=False):
+        """The block once: `(outputs, (self_scores, cross_scores) or the two
+        details dicts, caches or None)`. Explicit masks, so the result does
+        not depend on whether Keras attached the masks to intermediate tensors."""
 
-        x, self_scores, *new_cache = self._sublayer(
-            decoder_sequence,
-            self.self_attention_norm,
-            self.self_attention_dropout,
-            self_attend,
+        def attend(attention, query, value, value_mask, causal, cache, index):
+            if cache is not None:
+                outputs, cache = attention.call_with_cache(
+                    query, cache, value=value, cache_update_index=index,
+                    use_causal_mask=causal, training=training, query_mask=decoder_mask,
+                    value_mask=value_mask)
+                return outputs, None, cache
+            if details:
+                outputs, found = attention.attention_details(
+                    query, value, use_causal_mask=causal, query_mask=decoder_mask,
+                    value_mask=value_mask)
+                return outputs, found, None
+            outputs, scores = attention(query, value, query_mask=decoder_mask,
+                                        value_mask=value_mask, use_causal_mask=causal,
+                                        return_attention_scores=True, training=training)
+            return outputs, scores, None
+
+        self_cache, cross_cache = caches if caches is not None else (None, None)
+        x, self_scores, self_cache = self._sublayer(
+            decoder_sequence, self.self_attention_norm, self.self_attention_dropout,
+            lambda y: attend(self.self_attention, y, y, decoder_mask, use_causal_mask,
+                             self_cache, cache_update_index),
             training,
         )
-        x, cross_scores, *_ = self._sublayer(
-            x, self.cross_attention_norm, self.cross_attention_dropout, cross_attend, training
+        x, cross_scores, _ = self._sublayer(
+            x, self.cross_attention_norm, self.cross_attention_dropout,
+            lambda y: attend(self.cross_attention, y, encoder_sequence, encoder_mask, False,
+                             cross_cache, None),
+            training,
         )
         (x,) = self._sublayer(
             x, self.feedforward_norm, self.feedforward_dropout, self._feedforward, training
         )
-        result = (x,)
-        if return_attention_scores or return_attention_details:
-            result += (self_scores, cross_scores)
-        if caching:
-            result += (new_cache[0], cross_attention_cache)
-        return result[0] if len(result) == 1 else result
+        return x, (self_scores, cross_scores), (
+            None if caches is None else (self_cache, cross_cache))
 
     def compute_output_shape(self, decoder_sequence_shape, encoder_sequence_shape=None):
         return tuple(decoder_sequence_shape)
 
-    def compute_output_spec(
-        self,
-        decoder_sequence,
-        encoder_sequence=None,
-        return_attention_scores=False,
-        self_attention_cache=None,
-        cross_attention_cache=None,
-        **kwargs,
-    ):
+    def compute_output_spec(self, decoder_sequence, encoder_sequence,
+                            return_attention_scores=False, **kwargs):
         outputs = keras.KerasTensor(decoder_sequence.shape, dtype=self.compute_dtype)
-        result = (outputs,)
-        b, t = decoder_sequence.shape[0], decoder_sequence.shape[1]
-        if return_attention_scores:
-            length = self_attention_cache[0].shape[1] if self_attention_cache else t
-            source = (
-                cross_attention_cache[0].shape[1]
-                if cross_attention_cache
-                else encoder_sequence.shape[1]
-            )
-            result += (
-                keras.KerasTensor((b, self.num_heads, t, length), dtype="float32"),
-                keras.KerasTensor((b, self.num_heads, t, source), dtype="float32"),
-            )
-        if self_attention_cache is not None:
-            if cross_attention_cache is None:
-                k = self.cross_attention
-                s = encoder_sequence.shape[1]
-                cross_attention_cache = (
-                    keras.KerasTensor((b, s, k._kv_heads, k.key_dim)),
-                    keras.KerasTensor((b, s, k._kv_heads, k._value_dim)),
-                )
-            result += tuple(
-                tuple(keras.KerasTensor(c.shape, dtype=self.compute_dtype) for c in cache)
-                for cache in (self_attention_cache, cross_attention_cache)
-            )
-        return result[0] if len(result) == 1 else result
+        if not return_attention_scores:
+            return outputs
+        b, t, s = decoder_sequence.shape[0], decoder_sequence.shape[1], encoder_sequence.shape[1]
+        return outputs, (keras.KerasTensor((b, self.num_heads, t, t), dtype="float32"),
+                         keras.KerasTensor((b, self.num_heads, t, s), dtype="float32"))

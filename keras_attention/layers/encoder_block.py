@@ -43,12 +43,10 @@ class EncoderBlock(TransformerBlockBase):
         return_attention_scores: if True, also return the self-attention
             weights `[B, N, S, S]`.
         training: whether dropout is active.
-        return_attention_details: if True, return in the place of the
-            scores the self-attention's dict of details (see
-            `MultiHeadAttention`'s `return_attention_details`).
 
     Returns:
-        `[B, S, D]`, or `(outputs, scores)` when `return_attention_scores`.
+        `[B, S, D]`, or `(outputs, scores)` when `return_attention_scores`
+        (every quantity of the computation: `attention_details`).
         The input's padding mask propagates to the output.
 
     Example:
@@ -73,7 +71,6 @@ class EncoderBlock(TransformerBlockBase):
         attention_mask=None,
         return_attention_scores=False,
         training=None,
-        return_attention_details=False,
         mask=None,
         inputs_mask=None,
     ):
@@ -81,9 +78,20 @@ class EncoderBlock(TransformerBlockBase):
         # attached the mask to intermediate tensors.
         # Keras passes the implicit mask of `inputs` as `mask` when `inputs` is
         # the only tensor argument, and as `inputs_mask` when there are more.
-        padding = and_masks(mask, inputs_mask, padding_mask)  # [B, S]
+        x, scores = self._run(inputs, and_masks(mask, inputs_mask, padding_mask),
+                              attention_mask, training)
+        return (x, scores) if return_attention_scores else x
 
+    def attention_details(self, inputs, padding_mask=None, attention_mask=None):
+        """Every quantity of the self-attention (no dropout): always
+        `(outputs, details)`, the dict of `MultiHeadAttention.attention_details`."""
+        return self._run(inputs, padding_mask, attention_mask, False, details=True)
+
+    def _run(self, inputs, padding, attention_mask, training, details=False):
         def attend(x):
+            if details:
+                return self.self_attention.attention_details(
+                    x, x, query_mask=padding, value_mask=padding, attention_mask=attention_mask)
             return self.self_attention(
                 x,
                 x,
@@ -91,7 +99,6 @@ class EncoderBlock(TransformerBlockBase):
                 value_mask=padding,
                 attention_mask=attention_mask,
                 return_attention_scores=True,
-                return_attention_details=return_attention_details,
                 training=training,
             )
 
@@ -101,9 +108,7 @@ class EncoderBlock(TransformerBlockBase):
         (x,) = self._sublayer(
             x, self.feedforward_norm, self.feedforward_dropout, self._feedforward, training
         )
-        if return_attention_scores or return_attention_details:
-            return x, scores
-        return x
+        return x, scores
 
     def compute_output_shape(self, inputs_shape):
         return tuple(inputs_shape)

@@ -43,9 +43,9 @@ class MultiHeadAttention(keras.layers.Layer):
     `keras_attention.layers.masks.merge_masks`. Padded query rows get zero
     attention (never NaN).
 
-    For incremental decoding the layer reads and writes a key/value cache of
-    fixed length L at `cache_update_index`, so each step has the same shapes
-    and compiles once under XLA.
+    For incremental decoding, `call_with_cache` reads and writes a
+    key/value cache of fixed length L at `cache_update_index`, so each step
+    has the same shapes and compiles once under XLA.
 
     Args:
         num_heads: N, number of query heads.
@@ -71,34 +71,14 @@ class MultiHeadAttention(keras.layers.Layer):
             (to cache slots `j <= cache_update_index + i` when decoding).
         return_attention_scores: if True, also return the per-head attention
             weights `[B, N, T, S]` (float32).
-        return_attention_details: if True, return in the place of the
-            scores a dict of every quantity of the computation, per head
-            (to show how a weight was computed; the normal path computes
-            none of the extra ones): `"query"` `[B, N, T, H]`, `"key"`
-            `[B, N, S, H]` and `"value"` `[B, N, S, Hv]` (the projections,
-            key/value heads repeated for their query heads), `"dot_products"`
-            `[B, N, T, S]` (q·k in float32, before the scale and the mask),
-            `"scale"` (1/√H), `"mask"` (`[B, 1, T, S]` bool, True = may
-            attend, or None), `"weights"` `[B, N, T, S]` (the scores) and
-            `"outputs"` `[B, N, T, Hv]` (each head's weighted sum of values,
-            before W^O).
         training: whether dropout is active.
-        cache: optional tuple `(key_cache, value_cache)` of shapes
-            `[B, L, K, H]` and `[B, L, K, Hv]` (see `initialize_cache` and
-            `compute_key_value`).
-        cache_update_index: with `cache`, the position at which the keys and
-            values of `key`/`value` are written before attending over the
-            whole cache (self-attention while decoding). If None, the cache
-            holds precomputed keys and values that are used as they are
-            (cross-attention while decoding). When a cache is updated, the
-            implicit masks of `key`/`value` are not used (they describe the
-            new step, not the cache); pass `attention_mask` instead.
 
     Returns:
-        `outputs` `[B, T, output_dim]`, followed by the scores if
-        `return_attention_scores`, followed by the (updated) cache if `cache`
-        was given: `outputs`, `(outputs, scores)`, `(outputs, cache)` or
-        `(outputs, scores, cache)`.
+        `outputs` `[B, T, output_dim]`, or `(outputs, scores)` with
+        `return_attention_scores`, as Keras' `MultiHeadAttention`. The
+        cached path is `call_with_cache` (always `(outputs, cache)`), every
+        quantity of the computation `attention_details` (always
+        `(outputs, details)`).
 
     Example:
 
@@ -228,13 +208,95 @@ class MultiHeadAttention(keras.layers.Layer):
         use_causal_mask=False,
         return_attention_scores=False,
         training=None,
-        cache=None,
-        cache_update_index=None,
-        return_attention_details=False,
         query_mask=None,
         value_mask=None,
         key_mask=None,
     ):
+        outputs, scores, _, _ = self._attend(
+            query, value, key, attention_mask, use_causal_mask, training,
+            query_mask=query_mask, value_mask=value_mask, key_mask=key_mask)
+        return (outputs, scores) if return_attention_scores else outputs
+
+    def call_with_cache(
+        self,
+        query,
+        cache,
+        value=None,
+        key=None,
+        cache_update_index=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        training=None,
+        query_mask=None,
+        value_mask=None,
+    ):
+        """Attention over a key/value cache (incremental decoding): always
+        `(outputs [B, T, output_dim], cache)`.
+
+        Args:
+            query: `[B, T, D]`, the new positions.
+            cache: `(key_cache, value_cache)`, `[B, L, K, H]` and
+                `[B, L, K, Hv]` (`initialize_cache`, `compute_key_value`).
+            value, key: with `cache_update_index`, the new positions' inputs
+                (`key` defaults to `value`), whose keys and values are
+                written at `cache_update_index` before attending over the
+                whole cache (self-attention while decoding). Without it, the
+                cache holds precomputed keys and values used as they are
+                (cross-attention while decoding) and `value`/`key` are not read.
+            attention_mask, use_causal_mask: as in `call`, over the cache's
+                L slots (causal: slot `j <= cache_update_index + i`).
+            value_mask: `[B, L]` of a precomputed cache (the source's
+                padding); a cache that is updated has none (generated
+                positions are never padding).
+
+        Returns:
+            `(outputs, cache)`: the cache as updated (the same tuple when
+            precomputed).
+        """
+        if cache_update_index is not None and value is None:
+            raise ValueError("`cache_update_index` writes the keys and values of `value` into "
+                             "the cache; received value=None.")
+        if cache_update_index is not None:
+            value_mask = None  # it would describe the new step, not the cache
+        outputs, _, _, cache = self._attend(
+            query, value, key, attention_mask, use_causal_mask, training, query_mask=query_mask,
+            value_mask=value_mask, key_mask=None, cache=cache,
+            cache_update_index=cache_update_index)
+        return outputs, cache
+
+    def attention_details(
+        self,
+        query,
+        value,
+        key=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
+    ):
+        """Every quantity of the computation (no dropout), to show how a
+        weight was computed: always `(outputs, details)`, `outputs` as
+        `call`'s and `details` a dict, per head: `"query"` `[B, N, T, H]`,
+        `"key"` `[B, N, S, H]` and `"value"` `[B, N, S, Hv]` (the
+        projections, key/value heads repeated for their query heads),
+        `"dot_products"` `[B, N, T, S]` (q·k in float32, before the scale and
+        the mask), `"scale"` (1/√H), `"mask"` (`[B, 1, T, S]` bool, True =
+        may attend, or None), `"weights"` `[B, N, T, S]` (the scores) and
+        `"outputs"` `[B, N, T, Hv]` (each head's weighted sum of values,
+        before W^O). The arguments are `call`'s (the masks explicit: this
+        method is not `__call__`); the normal path computes none of the
+        extra quantities."""
+        outputs, _, details, _ = self._attend(
+            query, value, key, attention_mask, use_causal_mask, False, query_mask=query_mask,
+            value_mask=value_mask, key_mask=key_mask, details=True)
+        return outputs, details
+
+    def _attend(self, query, value, key, attention_mask, use_causal_mask, training,
+                query_mask=None, value_mask=None, key_mask=None, cache=None,
+                cache_update_index=None, details=False):
+        """The one computation under `call`, `call_with_cache` and
+        `attention_details`: `(outputs, scores, details or None, cache or None)`."""
         key = value if key is None else key
         q = self.query_dense(query)  # [B, T, N, H]
         if cache is None:
@@ -247,7 +309,6 @@ class MultiHeadAttention(keras.layers.Layer):
             k = update_slice(cache[0], start, self.key_dense(key))  # [B, L, K, H]
             v = update_slice(cache[1], start, self.value_dense(value))  # [B, L, K, Hv]
             cache = (k, v)
-            key_mask = value_mask = None  # they describe the new step, not the cache
 
         check_mask_shape(
             attention_mask,
@@ -269,13 +330,12 @@ class MultiHeadAttention(keras.layers.Layer):
             k = ops.repeat(k, groups, axis=2)  # [B, S, N, H]
             v = ops.repeat(v, groups, axis=2)  # [B, S, N, Hv]
         scale = 1.0 / math.sqrt(self.key_dim)
-        if (q.shape[1] == 1 and not return_attention_details
+        if (q.shape[1] == 1 and not details
                 and (self.dropout == 0.0 or training is None or training is False)):
             # One query position (a decoding step): matrix-vector products
             # in the projections' layout, no transposes.
             heads, scores = single_query_attention(q, k, v, mask=mask, scale=scale)
-            return self._outputs(self.output_dense(heads), scores, None, return_attention_scores,
-                                 cache)
+            return self.output_dense(heads), scores, None, cache
         if mask is not None:
             mask = ops.expand_dims(mask, -3)  # [B, 1, T, S]: same for every head
         q = ops.transpose(q, (0, 2, 1, 3))  # [B, N, T, H]
@@ -292,27 +352,15 @@ class MultiHeadAttention(keras.layers.Layer):
             seed=self.seed_generator,
         )  # [B, N, T, Hv], [B, N, T, S]
         outputs = self.output_dense(ops.transpose(heads, (0, 2, 1, 3)))  # [B, T, out]
-        details = None
-        if return_attention_details:
+        found = None
+        if details:
             # Recomputed only here: the normal path keeps its fused kernel.
             dot_products = ops.matmul(
                 ops.cast(q, "float32"), ops.swapaxes(ops.cast(k, "float32"), -1, -2)
             )  # [B, N, T, S]
-            details = {"query": q, "key": k, "value": v, "dot_products": dot_products,
-                       "scale": scale, "mask": mask, "weights": scores, "outputs": heads}
-        return self._outputs(outputs, scores, details, return_attention_scores, cache)
-
-    @staticmethod
-    def _outputs(outputs, scores, details, return_attention_scores, cache):
-        """`outputs`, then the details or the scores when asked, then the cache."""
-        result = (outputs,)
-        if details is not None:
-            result += (details,)
-        elif return_attention_scores:
-            result += (scores,)
-        if cache is not None:
-            result += (cache,)
-        return result[0] if len(result) == 1 else result
+            found = {"query": q, "key": k, "value": v, "dot_products": dot_products,
+                     "scale": scale, "mask": mask, "weights": scores, "outputs": heads}
+        return outputs, scores, found, cache
 
     def compute_mask(self, query, previous_mask=None):
         # The output has one row per query: it keeps the query's mask.
@@ -322,30 +370,16 @@ class MultiHeadAttention(keras.layers.Layer):
         out = self.output_dim or query_shape[-1]
         return tuple(query_shape[:-1]) + (out,)
 
-    def compute_output_spec(
-        self,
-        query,
-        value,
-        key=None,
-        return_attention_scores=False,
-        cache=None,
-        cache_update_index=None,
-        **kwargs,
-    ):
+    def compute_output_spec(self, query, value, key=None, return_attention_scores=False,
+                            **kwargs):
         outputs = keras.KerasTensor(
             self.compute_output_shape(query.shape, value.shape), dtype=self.compute_dtype
         )
-        result = (outputs,)
-        if return_attention_scores:
-            length = cache[0].shape[1] if cache is not None else value.shape[1]
-            result += (
-                keras.KerasTensor(
-                    (query.shape[0], self.num_heads, query.shape[1], length), dtype="float32"
-                ),
-            )
-        if cache is not None:
-            result += (tuple(keras.KerasTensor(c.shape, dtype=c.dtype) for c in cache),)
-        return result[0] if len(result) == 1 else result
+        if not return_attention_scores:
+            return outputs
+        scores = keras.KerasTensor(
+            (query.shape[0], self.num_heads, query.shape[1], value.shape[1]), dtype="float32")
+        return outputs, scores
 
     def get_config(self):
         config = super().get_config()

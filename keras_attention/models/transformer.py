@@ -67,17 +67,18 @@ def _encoder_pass(layers, encoder_tokens, training=None, return_attention_scores
     """Embedding, dropout, blocks, final norm: `(x [B, S, D], padding [B, S],
     scores)` with `scores` one `[B, N, S, S]` per block (empty unless asked;
     with `details`, one dict of `MultiHeadAttention`'s details per block)."""
-    return_attention_scores = return_attention_scores or details
     mask = padding_mask(encoder_tokens)  # [B, S]
     x = layers.encoder_embedding(encoder_tokens)  # [B, S, D]
     x = layers.encoder_embedding_dropout(x, training=training)
     scores = []
     for block in layers.encoder_blocks:
-        x = block(x, padding_mask=mask, training=training,
-                  return_attention_scores=return_attention_scores,
-                  return_attention_details=details)
-        if return_attention_scores:
-            x, block_scores = x
+        if details:
+            x, block_scores = block.attention_details(x, padding_mask=mask)
+        else:
+            x = block(x, padding_mask=mask, training=training,
+                      return_attention_scores=return_attention_scores)
+            x, block_scores = x if return_attention_scores else (x, None)
+        if return_attention_scores or details:
             scores.append(block_scores)  # [B, N, S, S]
     if layers.encoder_final_norm is not None:
         x = layers.encoder_final_norm(x)
@@ -98,7 +99,6 @@ def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, trainin
         unless asked; with `details`, dicts of `MultiHeadAttention`'s
         details); `cache` is the updated cache (None without one).
     """
-    return_attention_scores = return_attention_scores or details
     if cache is None:
         y = layers.decoder_embedding(decoder_tokens)  # [B, T, D]
         mask = padding_mask(decoder_tokens)  # [B, T]
@@ -108,21 +108,23 @@ def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, trainin
     y = layers.decoder_embedding_dropout(y, training=training)
     self_scores, cross_scores, new_cache = [], [], []
     for i, block in enumerate(layers.decoder_blocks):
-        kwargs = dict(decoder_padding_mask=mask, encoder_padding_mask=encoder_mask,
-                      training=training, return_attention_scores=return_attention_scores,
-                      return_attention_details=details)
         if cache is not None:
-            kwargs.update(self_attention_cache=cache[i][0], self_attention_cache_update_index=index,
-                          cross_attention_cache=cache[i][1])
-        outputs = block(y, encoder_outputs, **kwargs)
-        if not isinstance(outputs, tuple):
-            outputs = (outputs,)
-        y, rest = outputs[0], list(outputs[1:])  # [B, T, D]
-        if return_attention_scores:
-            self_scores.append(rest.pop(0))  # [B, N, T, T]
-            cross_scores.append(rest.pop(0))  # [B, N, T, S]
-        if cache is not None:
-            new_cache.append(tuple(rest))  # (self-attention cache, cross-attention cache)
+            y, block_cache = block.call_with_cache(  # [B, 1, D]
+                y, cache[i][0], index, cross_attention_cache=cache[i][1],
+                encoder_padding_mask=encoder_mask, training=training)
+            new_cache.append(block_cache)  # (self-attention cache, cross-attention cache)
+            continue
+        if details:
+            y, (block_self, block_cross) = block.attention_details(
+                y, encoder_outputs, decoder_padding_mask=mask, encoder_padding_mask=encoder_mask)
+        else:
+            y = block(y, encoder_outputs, decoder_padding_mask=mask,
+                      encoder_padding_mask=encoder_mask, training=training,
+                      return_attention_scores=return_attention_scores)  # [B, T, D]
+            y, (block_self, block_cross) = y if return_attention_scores else (y, (None, None))
+        if return_attention_scores or details:
+            self_scores.append(block_self)  # [B, N, T, T]
+            cross_scores.append(block_cross)  # [B, N, T, S]
     if layers.decoder_final_norm is not None:
         y = layers.decoder_final_norm(y)
     if layers.output_projection is None:
@@ -409,8 +411,8 @@ class Transformer(keras.Model):
         pass (no dropout): how each weight was computed, per head.
 
         Returns a dict: `"encoder_self"`, `"decoder_self"` and `"cross"`, each
-        a list with one dict per block of `MultiHeadAttention`'s
-        `return_attention_details` (`query`, `key`, `value`, `dot_products`,
+        a list with one dict per block of `MultiHeadAttention.attention_details`
+        (`query`, `key`, `value`, `dot_products`,
         `scale`, `mask`, `weights`, `outputs`), and `"logits"` `[B, T, V]`
         (float32, the next-token logits of the same pass).
         """

@@ -38,7 +38,7 @@ def test_matches_numpy_reference(num_key_value_heads, causal):
 @pytest.mark.parametrize("num_key_value_heads", [None, 2])
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_details_are_the_computation(num_key_value_heads, causal):
-    """`return_attention_details`: every quantity of the computation per head,
+    """`attention_details`: every quantity of the computation per head,
     checked against the NumPy reference and against
     `scaled_dot_product_attention` run on the returned projections; the
     outputs are those of the normal path."""
@@ -48,8 +48,7 @@ def test_attention_details_are_the_computation(num_key_value_heads, causal):
     layer = MultiHeadAttention(4, 8, num_key_value_heads=num_key_value_heads, value_dim=5)
     out, scores = layer(q, v, attention_mask=mask, use_causal_mask=causal,
                         return_attention_scores=True)
-    out_d, details = layer(q, v, attention_mask=mask, use_causal_mask=causal,
-                           return_attention_details=True)
+    out_d, details = layer.attention_details(q, v, attention_mask=mask, use_causal_mask=causal)
     np.testing.assert_array_equal(to_numpy(out_d), to_numpy(out))
     np.testing.assert_array_equal(to_numpy(details["weights"]), to_numpy(scores))
     _, expected_scores, expected = references.multi_head_attention(layer, q, v, mask, causal,
@@ -180,8 +179,8 @@ def test_cached_steps_equal_full_causal_pass(num_key_value_heads):
     cache = layer.initialize_cache(2, 8)  # longer than needed: unwritten slots stay masked
     steps = []
     for i in range(6):
-        out, cache = layer(x[:, i:i + 1], x[:, i:i + 1], use_causal_mask=True,
-                           cache=cache, cache_update_index=i)
+        out, cache = layer.call_with_cache(x[:, i:i + 1], cache, value=x[:, i:i + 1],
+                                           use_causal_mask=True, cache_update_index=i)
         steps.append(to_numpy(out))
     assert_close(np.concatenate(steps, axis=1), full)
     assert cache[0].shape == (2, 8, num_key_value_heads or 4, 8)
@@ -194,7 +193,7 @@ def test_precomputed_cross_attention_cache():
     key_mask = np.array([[1, 1, 1, 0, 0, 0, 0], [1] * 7], bool)
     full = layer(q, v, value_mask=key_mask)
     cache = layer.compute_key_value(v)
-    out, same = layer(q, v, value_mask=key_mask, cache=cache)
+    out, same = layer.call_with_cache(q, cache, value_mask=key_mask)
     assert_close(out, full)
     for a, b in zip(same, cache):  # returned unchanged
         np.testing.assert_array_equal(to_numpy(a), to_numpy(b))
@@ -276,3 +275,22 @@ def test_layer_harness(num_key_value_heads, tmp_path):
         expected_output_shape=(2, 5, 10),
         tmp_path=tmp_path,
     )
+
+
+def test_one_structure_whatever_the_flags():
+    """`call` returns Keras' `outputs` or `(outputs, scores)`; the cached path
+    always `(outputs, cache)`, the details always `(outputs, details)`."""
+    rng = np.random.default_rng(8)
+    q, v = _data(rng)
+    layer = MultiHeadAttention(4, 8)
+    assert not isinstance(layer(q, v), tuple)
+    out, scores = layer(q, v, return_attention_scores=True)
+    assert tuple(scores.shape) == (2, 4, q.shape[1], v.shape[1])
+    result = layer.call_with_cache(q, layer.compute_key_value(v))
+    assert isinstance(result, tuple) and len(result) == 2 and len(result[1]) == 2
+    result = layer.attention_details(q, v)
+    assert len(result) == 2 and isinstance(result[1], dict)
+    with pytest.raises(TypeError):
+        layer(q, v, cache=layer.compute_key_value(v))  # no longer a flag of `call`
+    with pytest.raises(ValueError, match="received value=None"):
+        layer.call_with_cache(q, layer.initialize_cache(2, 8), cache_update_index=0)

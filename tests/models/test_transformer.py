@@ -201,7 +201,7 @@ def test_attention_scores_are_those_of_the_functional_graph():
         _, reference = block(inputs, padding_mask=enc_mask, return_attention_scores=True)
         assert_close(to_numpy(expected), to_numpy(reference))
     for i, (block, inputs) in enumerate(zip(model.decoder_blocks, decoder_block_inputs)):
-        _, self_reference, cross_reference = block(
+        _, (self_reference, cross_reference) = block(
             inputs, x, decoder_padding_mask=dec_mask, encoder_padding_mask=enc_mask,
             return_attention_scores=True)
         assert_close(to_numpy(scores["decoder_self"][i]), to_numpy(self_reference))
