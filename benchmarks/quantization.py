@@ -82,6 +82,9 @@ def main(argv=None):
     parser.add_argument("--batch-size", type=int, default=32, help="default: 32")
     parser.add_argument("--rounds", type=int, default=3,
                         help="chunks the systems take turns on (default: 3)")
+    parser.add_argument("--no-xla", action="store_true",
+                        help="decode as a plain graph instead of XLA-compiled (no compilations: "
+                        "a quick check of the script, not the translator's speed)")
     parser.add_argument("--json", help="results file (default: "
                         "benchmarks/results/quantization-<cpu>.json)")
     args = parser.parse_args(argv)
@@ -100,7 +103,7 @@ def main(argv=None):
     policy = translator.model.dtype_policy.name
     def same_settings(model):
         return Translator(model, translator.source_tokenizer, translator.target_tokenizer,
-                          **translator.get_config())
+                          **translator.get_config(), jit_compile=not args.no_xla)
 
     float32 = same_settings(with_dtype_policy(translator.model, "float32"))
     int8 = same_settings(with_dtype_policy(translator.model, "float32"))
@@ -109,7 +112,8 @@ def main(argv=None):
     quantize_seconds = time.perf_counter() - start
     models = {"float32": ("float32", float32), "int8": ("int8 (quantized from float32)", int8)}
     if policy != "float32":
-        models = {"run_precision": (f"{policy} (the run's)", translator), **models}
+        models = {"run_precision": (f"{policy} (the run's)", same_settings(translator.model)),
+                  **models}
 
     pairs = list(make_corpus(config).load(config.eval_split).take(args.sentences)
                  .as_numpy_iterator())
@@ -130,7 +134,7 @@ def main(argv=None):
         "sentences": len(sentences), "latency_sentences": min(args.latency_sentences,
                                                               len(sentences)),
         "batch_size": args.batch_size, "rounds": args.rounds,
-        "decoding": translator.get_config(), "run_dtype_policy": policy,
+        "decoding": translator.get_config(), "xla": not args.no_xla, "run_dtype_policy": policy,
         "int8_quantize_seconds": quantize_seconds, "tensorflow_version": tf.__version__,
         "systems": {},
     }
