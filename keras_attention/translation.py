@@ -167,6 +167,8 @@ def _search(model, source_tokenizer, target_tokenizer, sentences, settings, batc
     `translate`); `ids`: each translation's target ids, `[END]` included
     when it was generated, without padding."""
     check_positive_int("batch_size", batch_size)
+    if verbose == "auto":  # a bar when there is more than one batch
+        verbose = int(len(sentences) > batch_size)
     check_positive_int("num_return_sequences", num_return_sequences, allow_none=True)
     if num_return_sequences is not None and num_return_sequences > settings.beam_size:
         raise ValueError(f"`num_return_sequences`={num_return_sequences} must be at most "
@@ -442,13 +444,9 @@ class Translator:
                       num_return_sequences, settings.early_stopping)
 
     def _search(self, texts, batch_size, verbose, num_return_sequences, overrides):
-        sentences = _as_sentences(texts)
-        settings = self.settings.replace(**overrides)
-        check_positive_int("batch_size", batch_size)
-        if verbose == "auto":
-            verbose = int(len(sentences) > batch_size)
-        return _search(self.model, self.source_tokenizer, self.target_tokenizer, sentences,
-                       settings, batch_size, verbose, num_return_sequences, self.jit_compile)
+        return _search(self.model, self.source_tokenizer, self.target_tokenizer,
+                       _as_sentences(texts), self.settings.replace(**overrides), batch_size,
+                       verbose, num_return_sequences, self.jit_compile)
 
     def attention_details(self, text, target=None):
         """Every number of every attention of the model on one sentence
@@ -459,8 +457,7 @@ class Translator:
         and drawn as if the model had produced it), or a list of target ids
         (e.g. `search([text]).ids[0]`). What the playground shows.
         """
-        source_ids, target_ids = self._pair(text, target)
-        input_ids = [START_ID] + target_ids[:-1]
+        source_ids, target_ids, input_ids = self._pair(text, target)
         details = _attention_details_fn(self.model)(
             tf.constant([source_ids], tf.int32), tf.constant([input_ids], tf.int32))
         logits = keras.ops.convert_to_numpy(keras.ops.cast(details["logits"], "float32"))[0]
@@ -483,8 +480,7 @@ class Translator:
         heatmaps draw). `target` as in `attention_details`."""
         from keras_attention.visualization import AttentionMaps
 
-        source_ids, target_ids = self._pair(text, target)
-        input_ids = [START_ID] + target_ids[:-1]
+        source_ids, target_ids, input_ids = self._pair(text, target)
         scores = self.model.attention_scores(np.asarray([source_ids], np.int32),
                                              np.asarray([input_ids], np.int32))
 
@@ -502,17 +498,19 @@ class Translator:
             cross=stack(scores["cross"]), source=text, translation=translation)
 
     def _pair(self, text, target):
-        """`(source_ids, target_ids)` of a teacher-forced pass, both ending
-        with `[END]` (an own translation cut at the length limit gets one)."""
+        """`(source_ids, target_ids, input_ids)` of a teacher-forced pass: the
+        first two end with `[END]` (an own translation cut at the length
+        limit gets one); the decoder reads `[START]` + all but the last
+        target token."""
         if not isinstance(text, str):
             raise TypeError(f"`text` must be a string; received {type(text).__name__} "
                             f"{text!r:.60}.")
         limit = self.model.max_length
         source_ids = _tokenize_fn(self.source_tokenizer, limit)(tf.constant([text])).to_list()[0]
-        if target is None:
-            target_ids = self.search([text], verbose=0).ids[0]
+        if target is None:  # `translate([text])`'s search; its ids (no subword strings)
+            target_ids = self._search([text], 64, 0, None, {})[2][0]
         elif isinstance(target, str):
-            return source_ids, _tokenize_fn(self.target_tokenizer, limit)(
+            target_ids = _tokenize_fn(self.target_tokenizer, limit)(
                 tf.constant([target])).to_list()[0]
         else:
             target_ids = [int(t) for t in target]
@@ -522,7 +520,7 @@ class Translator:
                                  f"{target_ids!r:.80}.")
         if not target_ids or target_ids[-1] != END_ID:  # hit the length limit
             target_ids = target_ids[: limit - 1] + [END_ID]
-        return source_ids, target_ids
+        return source_ids, target_ids, [START_ID] + target_ids[:-1]
 
     @staticmethod
     def _tokens(tokenizer, ids):
