@@ -15,8 +15,8 @@ pytestmark = pytest.mark.slow  # each runs a benchmark script (tiny sizes)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-SCRIPTS = ("ctranslate2", "decoding", "kerasio_translation", "profile_train_step",
-           "quantization", "quality", "serving", "train_step")
+SCRIPTS = ("corpus_scale", "ctranslate2", "decoding", "kerasio_translation",
+           "profile_train_step", "quantization", "quality", "serving", "train_step")
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -165,3 +165,32 @@ def test_quantization_benchmark_runs(tiny_run, tmp_path, capsys):
     assert data["machine"]["model"]
     assert data["ratio_int8_to_float32"]["sentences_per_second_batch"] > 0
     assert "int8 / float32: BLEU" in stdout
+
+
+def test_corpus_scale_benchmark_runs(tmp_path, capsys):
+    """Two tiny sizes, one read into memory and one streamed
+    (`--in-memory-pairs 1000`), each trained for two steps: the record of
+    each, the table and the plot."""
+    out = tmp_path / "scale.json"
+    argv = ["--sizes", "300,2000", "--steps", "2", "--data-dir", str(tmp_path / "data"),
+            "--distinct", "500", "--in-process", "--json", str(out), "--extra-flags",
+            "--in-memory-pairs", "1000", "--num-layers", "1", "--d-model", "16", "--num-heads",
+            "2", "--intermediate-dim", "32", "--vocabulary-size", "120", "--batch-tokens", "256",
+            "--max-length", "32", "--holdout", "0.1", "0.1", "--vocabulary-sample", "700"]
+    code, stdout, stderr = run_benchmark("corpus_scale", argv, capsys)
+    assert code == 0, stderr[-3000:]
+    data = json.loads(out.read_text())
+    small, large = data["runs"]
+    assert [small["pairs"], large["pairs"]] == [300, 2000]
+    assert 200 < small["training_pairs"] < 300 and 1400 < large["training_pairs"] < 2000
+    for run in data["runs"]:
+        assert run["steps"] == 2 and run["peak_rss_bytes"] > 0
+        assert 0 < run["vocabulary_seconds"] <= run["seconds_to_first_step"]
+        assert run["steady_tokens_per_second"] > 0 and run["read_seconds"] is not None
+    assert "streamed" not in " ".join(small["log"]) and "train streamed" in " ".join(
+        large["log"])
+    assert "from a sample of" in " ".join(large["log"])  # 700 of about 1,600 pairs
+    lines = (tmp_path / "data" / "pairs-2000.en").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2000 and len(set(lines)) == 500  # the distinct pairs, repeated
+    assert (tmp_path / "scale.png").stat().st_size > 10_000
+    assert "| 2,000 | this checkout |" in stdout

@@ -1,7 +1,7 @@
 """The `tf.data` pipeline from string pairs to padded, length-bucketed batches.
 
     (source, target) strings
-      -> [shard per input pipeline]  -> [shuffle, seeded] -> [repeat]
+      -> [shard per input pipeline, unless the source did] -> [shuffle, seeded] -> [repeat]
       -> tokenize (in batches of strings, then unbatched)
       -> encoder_tokens = source + [END]
          decoder_tokens = [START] + target,  labels = target + [END]
@@ -85,6 +85,7 @@ def make_batches(
     deterministic=False,
     repeat=False,
     input_context=None,
+    shard=True,
 ):
     """Token-bucketed batches for training or evaluation.
 
@@ -110,6 +111,8 @@ def make_batches(
         input_context: a `tf.distribute.InputContext` (from
             `strategy.distribute_datasets_from_function`): each input pipeline
             reads its own shard of the pairs and builds per-replica batches.
+        shard: with `input_context`, keep every N-th pair for this input
+            pipeline; False when `pairs` is its shard already (`load_shard`).
 
     Returns:
         A `tf.data.Dataset` of `({"encoder_tokens": [B, L], "decoder_tokens": [B, L]},
@@ -138,7 +141,9 @@ def make_batches(
     dataset = pairs
     replicas = 1
     if input_context is not None:
-        dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        if shard:
+            dataset = dataset.shard(input_context.num_input_pipelines,
+                                    input_context.input_pipeline_id)
         replicas = input_context.num_replicas_in_sync
     if batch_tokens // replicas < max_length:
         raise ValueError(

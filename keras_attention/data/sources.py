@@ -6,13 +6,25 @@ returns a `tf.data.Dataset` of scalar `(source, target)` string pairs for
 `split` in "train", "validation" or "test".
 """
 
+import inspect
+import math
 import typing
 
+import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
 from keras_attention.data.bundled import KerasAttentionEnEs
-from keras_attention.data.text_files import grouped_split, read_text
+from keras_attention.data.text_files import (
+    HOLDOUT_MAX_PAIRS,
+    IN_MEMORY_PAIRS,
+    SAMPLE_PAIRS,
+    SPLIT_IDS,
+    grouped_split,
+    read_text,
+    resolve_files,
+    scan_text,
+)
 
 SPLITS = ("train", "validation", "test")
 
@@ -37,8 +49,45 @@ class ParallelCorpus(typing.Protocol):
 
     def load(self, split: str) -> tf.data.Dataset:
         """The `(source, target)` scalar string pairs of `split`; a
-        ValueError naming the available splits for any other."""
+        ValueError naming the available splits for any other. It may take
+        `input_context` (a `tf.distribute.InputContext`) and return only
+        that input pipeline's shard (`load_shard`)."""
         ...
+
+
+def load_shard(corpus, split, input_context):
+    """`(pairs, sharded)`: the pairs of `split` that the input pipeline of
+    `input_context` reads, by `corpus.load(split, input_context=...)` where
+    the corpus shards itself (`TextFilesCorpus` by file when a split has
+    enough files), else the whole split (`sharded` False: `make_batches`
+    shards it by data)."""
+    if input_context is not None and "input_context" in inspect.signature(
+            corpus.load).parameters:
+        return corpus.load(split, input_context=input_context), True
+    return corpus.load(split), False
+
+
+def sample_pairs(corpus, split, size):
+    """At most `size` pairs of `split` spread over it (`corpus.sample`), or
+    its first `size` for a corpus without `sample`: what vocabularies and
+    length statistics are learned from, in the same seconds at any corpus
+    size."""
+    if hasattr(corpus, "sample"):
+        return corpus.sample(split, size)
+    return corpus.load(split).take(size)
+
+
+def pair_count(corpus, split):
+    """The exact number of pairs in `split` (`corpus.size`), or None."""
+    return corpus.size(split) if hasattr(corpus, "size") else None
+
+
+def _evenly_spaced(pairs, total, size):
+    if total is None:
+        return pairs.take(size)
+    if total <= size:
+        return pairs
+    return pairs.shard(math.ceil(total / size), 0).take(size)
 
 
 def _check_split(split, available):
@@ -97,8 +146,9 @@ class TfdsCorpus:
     def splits(self):
         return tuple(self.split_names)
 
-    def load(self, split, shuffle_files=False):
-        """`(source, target)` scalar string pairs of `split`."""
+    def load(self, split, shuffle_files=False, input_context=None):
+        """`(source, target)` scalar string pairs of `split`; with a
+        `tf.distribute.InputContext`, only that input pipeline's shard."""
         _check_split(split, self.split_names)
         # What `tfds.load` does, through the builder: `tfds.load` of a dataset
         # not prepared yet (the bundled corpus on first use) logs "WARNING
@@ -108,8 +158,28 @@ class TfdsCorpus:
             builder.download_and_prepare()
         examples = builder.as_dataset(split=self.split_names[split], shuffle_files=shuffle_files)
         source, target = self.source_language, self.target_language
+        if input_context is not None:
+            examples = examples.shard(input_context.num_input_pipelines,
+                                      input_context.input_pipeline_id)
         return examples.map(lambda ex: (ex[source], ex[target]),
                             num_parallel_calls=tf.data.AUTOTUNE)
+
+    def size(self, split):
+        """The number of pairs in `split` (from the dataset's info; None
+        where the info does not say)."""
+        _check_split(split, self.split_names)
+        builder = tfds.builder(self.name, data_dir=self.data_dir)
+        if self.download:
+            builder.download_and_prepare()
+        try:
+            return builder.info.splits[self.split_names[split]].num_examples or None
+        except KeyError:
+            return None
+
+    def sample(self, split, size):
+        """At most `size` pairs of `split`, evenly spaced over it (every pair
+        when it has no more)."""
+        return _evenly_spaced(self.load(split), self.size(split), size)
 
     def __repr__(self):
         return f"TfdsCorpus({self.name!r}, {self.source_language!r} -> {self.target_language!r})"
@@ -121,56 +191,168 @@ def bundled_corpus(data_dir=None):
     return TfdsCorpus(KerasAttentionEnEs.name, "en", "es", data_dir=data_dir)
 
 
+# Python's str.strip() whitespace, in RE2 (what the reader strips), and the
+# UTF-8 byte-order mark the reader drops at the start of a file.
+_SPACE = r"[\s\x{0b}\x{1c}-\x{1f}\x{85}\p{Z}]"
+_STRIP = rf"^\x{{feff}}?{_SPACE}*|{_SPACE}+$"
+
+
+def _strip(text):
+    return tf.strings.regex_replace(text, _STRIP, "")
+
+
 class TextFilesCorpus:
     """The user's own parallel text, one entry per split.
 
     Args:
-        files: dict from split name to `(source_path, target_path)` (two
-            aligned files) or a TSV path. "train" is required.
+        files: dict from split name to a TSV file, or `(source, target)`
+            aligned files; each a path, a glob or a list of files (shards,
+            paired in sorted order; a 1-tuple holds several TSV files). "train"
+            is required.
         source_language, target_language: names used in logs and reports.
         tsv_columns: the source and target columns of TSV files, counted from 0.
         holdout: `(validation, test)` sizes (fractions, or numbers of pairs) to
-            split off the training file, grouped by source sentence (see
-            `grouped_split`): 0 for a split that has its own files (a size
-            for one is refused); `None` to use the files as given.
+            split off the training files, grouped by source sentence: 0 for
+            a split that has its own files (a size for one is refused);
+            `None` to use the files as given.
         split_seed: the seed of that split.
+        in_memory_pairs: a split's files with at most this many lines are
+            read into memory, and the holdout is exact (`grouped_split`);
+            longer ones stay on disk and stream through `tf.data`, with the
+            hashed holdout (`scan_text`). 0 streams every split.
+        holdout_max_pairs: the most pairs a holdout size given as a fraction
+            takes (3 % of 30M pairs would be 900,000).
+        sample_pairs: the most pairs `sample` gives of a streamed split.
 
-    The files are read and checked when the corpus is created, so that a
-    bad file stops a run before it writes anything.
+    The files are read and checked when the corpus is created (one pass,
+    holding a byte per line when streamed), so that a bad file stops a run
+    before it writes anything; `sizes` then holds each split's exact count.
 
     Example:
 
     >>> corpus = TextFilesCorpus({"train": "spa.txt"}, "en", "es", holdout=(2000, 2000))
-    >>> corpus.splits, len(corpus.texts["test"])    # ("train", "validation", "test"), ~2000
+    >>> corpus.splits, corpus.sizes["test"]    # ("test", "validation", "train"), ~2000
     """
 
     def __init__(self, files, source_language="source", target_language="target",
-                 tsv_columns=(0, 1), holdout=None, split_seed=0):
+                 tsv_columns=(0, 1), holdout=None, split_seed=0,
+                 in_memory_pairs=IN_MEMORY_PAIRS, holdout_max_pairs=HOLDOUT_MAX_PAIRS,
+                 sample_pairs=SAMPLE_PAIRS):
         if "train" not in files:
             raise ValueError(f"Own text files need a 'train' entry; received splits {list(files)}.")
         for split in files:
             _check_split(split, SPLITS)
-        self.texts = {split: read_text(paths, tsv_columns) for split, paths in files.items()}
         if holdout is not None:
             for split, size in zip(("validation", "test"), holdout):
                 if size and split in files:
                     raise ValueError(f"The holdout asks for {size:g} {split} pairs from the "
                                      f"training file, but {split} files were given too; "
                                      "give 0 for that split.")
-            held = grouped_split(self.texts["train"], *holdout, seed=split_seed)
-            self.texts = {**held, **{s: t for s, t in self.texts.items() if s != "train"}}
+        resolved = {split: resolve_files(paths, tsv_columns) for split, paths in files.items()}
+        self.texts, self._streamed, self._samples, self.sizes = {}, {}, {}, {}
+        for split, text_files in resolved.items():
+            held = split == "train" and holdout is not None
+            if sum(text_files.lines) <= in_memory_pairs:
+                text = read_text(text_files)
+                if held:
+                    self.texts.update(grouped_split(text, *holdout, seed=split_seed,
+                                                    max_pairs=holdout_max_pairs))
+                else:
+                    self.texts[split] = text
+                continue
+            scanned = scan_text(text_files, split, holdout if held else (0, 0), split_seed,
+                                holdout_max_pairs, sample_pairs, in_memory_pairs)
+            self.texts.update(scanned.held_out)
+            self.sizes.update({s: n for s, n in scanned.counts.items() if s != "skipped"})
+            if split not in scanned.held_out:
+                self._streamed[split] = scanned
+            self._samples[split] = scanned.sample
+        self.sizes.update({split: len(text) for split, text in self.texts.items()})
+        order = ("test", "validation", "train") if holdout is not None else ()
+        self._splits = tuple(s for s in (*order, *files) if s in self.sizes and self.sizes[s])
+        self._splits = tuple(dict.fromkeys(self._splits))
         self.name = "text_files"
         self.source_language = source_language
         self.target_language = target_language
 
     @property
     def splits(self):
-        return tuple(self.texts)
+        return self._splits
 
-    def load(self, split):
-        _check_split(split, self.texts)
+    @property
+    def streamed(self):
+        """The splits read from disk at every pass (the others are in memory)."""
+        return tuple(s for s in self._splits if s in self._streamed)
+
+    def size(self, split):
+        """The exact number of pairs in `split`."""
+        _check_split(split, self._splits)
+        return self.sizes[split]
+
+    def load(self, split, input_context=None):
+        """The `(source, target)` pairs of `split`. With a
+        `tf.distribute.InputContext`, only that input pipeline's shard: its
+        share of the files when the split has at least one file per input
+        pipeline, else every N-th pair."""
+        _check_split(split, self._splits)
+        if split in self._streamed:
+            return self._stream(self._streamed[split], split, input_context)
         text = self.texts[split]
-        return tf.data.Dataset.from_tensor_slices((list(text.sources), list(text.targets)))
+        pairs = tf.data.Dataset.from_tensor_slices((list(text.sources), list(text.targets)))
+        if input_context is not None:
+            pairs = pairs.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        return pairs
+
+    def sample(self, split, size):
+        """At most `size` pairs of `split`, evenly spaced over it (every pair
+        when it has no more; a streamed split's sample was taken by its
+        scan, of at most `sample_pairs`)."""
+        _check_split(split, self._splits)
+        if split in self._samples:
+            text = self._samples[split]
+            return tf.data.Dataset.from_tensor_slices(
+                (list(text.sources[:size]), list(text.targets[:size])))
+        return _evenly_spaced(self.load(split), self.sizes[split], size)
+
+    @staticmethod
+    def _stream(scanned, split, input_context):
+        text_files = scanned.text_files
+        ids = np.frombuffer(scanned.split_ids, np.uint8)
+        ends = np.cumsum(text_files.lines)
+        shards = [(*paths, end - lines, end) for paths, lines, end in
+                  zip(text_files.files, text_files.lines, ends)]
+        by_data = input_context is not None and len(shards) < input_context.num_input_pipelines
+        if input_context is not None and not by_data:
+            shards = shards[input_context.input_pipeline_id::input_context.num_input_pipelines]
+        ids = tf.constant(ids)
+        columns = list(zip(*shards))
+        split_id = SPLIT_IDS[split]
+
+        def read(*shard):
+            *paths, start, end = shard
+            return tf.data.Dataset.zip((*[tf.data.TextLineDataset(p) for p in paths],
+                                        tf.data.Dataset.from_tensor_slices(ids[start:end])))
+
+        lines = tf.data.Dataset.from_tensor_slices(tuple(
+            tf.constant(c, tf.string if i < len(columns) - 2 else tf.int64)
+            for i, c in enumerate(columns)))
+        lines = lines.interleave(read, cycle_length=min(len(shards), 8), block_length=1)
+        if by_data:
+            lines = lines.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+        lines = lines.filter(lambda *line: tf.equal(line[-1], split_id))
+        if text_files.kind == "aligned":
+            return lines.map(lambda s, t, _: (_strip(s), _strip(t)),
+                             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        source_column, target_column = text_files.columns
+
+        def columns_of(line, _):
+            fields = tf.strings.split(line, "\t")
+            return _strip(fields[source_column]), _strip(fields[target_column])
+
+        return lines.map(columns_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
 
     def __repr__(self):
-        return f"TextFilesCorpus({ {s: t.files for s, t in self.texts.items()} })"
+        described = {s: t.files for s, t in self.texts.items()}
+        described.update({s: f"{scanned.text_files.names} (streamed)"
+                          for s, scanned in self._streamed.items()})
+        return f"TextFilesCorpus({ {s: described[s] for s in self._splits} })"

@@ -1,20 +1,51 @@
-"""Reading a user's own parallel text: two aligned files (one sentence per
-line) or one tab-separated file with the source and target in two of its
-columns (by default the first two; e.g. the Tatoeba/Anki `spa.txt` has a
-third, attribution column), and splitting one file into train, validation
-and test grouped by source sentence.
+"""Reading a user's own parallel text: aligned files (one sentence per line,
+line i of one side translating line i of the other) or tab-separated files
+with the source and target in two of their columns (by default the first
+two; e.g. the Tatoeba/Anki `spa.txt` has a third, attribution column). Each
+side may be one file, a glob or a list of files (corpora come in shards).
 
 Every problem is reported with the file and the line: files of different
 lengths, an empty file, bytes that are not UTF-8, a TSV line with too few
 columns. Pairs where either side is blank are skipped and counted.
+
+Two ways to hold a corpus, and one rule for which (`TextFilesCorpus`):
+
+- `read_text` reads every pair into memory, and `grouped_split` splits it
+  exactly (whole groups of pairs with the same source sentence until each
+  held-out split has the pairs it asked for). For corpora up to
+  `IN_MEMORY_PAIRS` lines.
+- `scan_text` reads larger corpora once, line by line, holding only a byte
+  per pair (which split it belongs to, `SPLIT_IDS`), the held-out pairs and
+  an evenly spaced sample; `TextFilesCorpus.load` then streams the training
+  pairs from the files with `tf.data`. Its holdout (`hashed_split_fraction`)
+  puts a source sentence in a split by a hash of its normalised text: the
+  same guarantee as `grouped_split` (one source sentence, compared case- and
+  space-insensitively, never in two splits) with approximate sizes, counted
+  exactly.
 """
 
+import codecs
 import dataclasses
+import glob
+import hashlib
 import logging
+import math
 import os
 import random
 
 logger = logging.getLogger("keras_attention")
+
+# The most lines an own corpus may have to be read into memory and split
+# exactly (`grouped_split`); longer ones are streamed (`scan_text`).
+IN_MEMORY_PAIRS = 100_000
+# The most pairs a held-out split asked as a fraction gets (3 % of 30M pairs
+# would be a 900,000-pair validation set, scored every epoch).
+HOLDOUT_MAX_PAIRS = 5_000
+# Pairs the vocabularies and length statistics are learned from.
+SAMPLE_PAIRS = 200_000
+# What `scan_text` records for each line: skipped (a blank side) or its split.
+SPLIT_IDS = {"skipped": 0, "train": 1, "validation": 2, "test": 3}
+_CHUNK = 1 << 24
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,59 +61,86 @@ class ParallelText:
         return len(self.sources)
 
 
-def _read_lines(path):
-    """The lines of a UTF-8 text file without their line ends; a clear error
-    for a missing or empty file or for bytes that are not UTF-8."""
+@dataclasses.dataclass(frozen=True)
+class TextFiles:
+    """The files of one split, resolved: `kind` "aligned" with `files` a
+    tuple of `(source_path, target_path)` shards, or "tsv" with `files` a
+    tuple of `(path,)` shards and the `columns` (source, target) to read;
+    `lines[i]`: the line count of shard i (checked to agree between sides)."""
+
+    kind: str
+    files: tuple
+    columns: tuple
+    lines: tuple
+
+    @property
+    def names(self):
+        """The files, for messages ("a.en + a.es", or a glob's first and count)."""
+        paths = [p for shard in self.files for p in shard]
+        return " + ".join(paths) if len(paths) <= 4 else (
+            f"{' + '.join(self.files[0])} and {len(self.files) - 1} more shard(s)")
+
+
+def _glob(pattern):
+    """The sorted files a path or a glob names; a clear error when none."""
+    pattern = os.fspath(pattern)
+    if not glob.has_magic(pattern):
+        return [pattern]
+    paths = sorted(p for p in glob.glob(pattern) if not os.path.isdir(p))
+    if not paths:
+        raise FileNotFoundError(f"{pattern!r} matches no file.")
+    return paths
+
+
+def _paths(side):
+    """One side's files: a path, a glob or a list of them."""
+    if isinstance(side, (str, os.PathLike)):
+        return _glob(side)
+    if isinstance(side, (list, tuple)) and side and all(
+            isinstance(p, (str, os.PathLike)) for p in side):
+        return [path for p in side for path in _glob(p)]
+    raise ValueError(f"Expected a file, a glob or a list of files; received {side!r}.")
+
+
+def _count_lines(path):
+    """The line count of a UTF-8 text file, in one pass over its bytes at
+    memory speed; a clear error for a missing, empty or non-UTF-8 file."""
     if os.path.isdir(path):
         raise IsADirectoryError(f"{path!r} is a directory; expected a text file with one "
                                 "sentence (or one TSV pair) per line.")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"Text file {path!r} does not exist.")
-    lines = []
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    lines, last = 0, b""
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError:
+                _raise_utf8_error(path)
+    try:
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        _raise_utf8_error(path)
+    if not last:
+        raise ValueError(f"{path} is empty; expected one sentence per line.")
+    return lines + (last != b"\n")
+
+
+def _raise_utf8_error(path):
+    """Finds the first line of `path` that is not UTF-8 and says where."""
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             try:
-                line = raw.decode("utf-8")
+                raw.decode("utf-8")
             except UnicodeDecodeError as e:
                 raise ValueError(
                     f"{path}, line {number}: not valid UTF-8 ({e.reason} at byte "
                     f"{e.start} of the line: {raw[max(0, e.start - 10) : e.end + 10]!r})."
                 ) from None
-            if number == 1 and line.startswith("\ufeff"):
-                line = line[1:]  # a UTF-8 byte-order mark
-            lines.append(line.rstrip("\r\n"))
-    if not lines:
-        raise ValueError(f"{path} is empty; expected one sentence per line.")
-    return lines
-
-
-def _keep_nonblank(pairs, files):
-    sources, targets, skipped = [], [], 0
-    for source, target in pairs:
-        source, target = source.strip(), target.strip()
-        if source and target:
-            sources.append(source)
-            targets.append(target)
-        else:
-            skipped += 1
-    if skipped:
-        logger.warning("%s: skipped %d pair(s) with a blank side.", " + ".join(files), skipped)
-    if not sources:
-        raise ValueError(f"{' + '.join(files)}: every pair has a blank side; nothing to read.")
-    return ParallelText(tuple(sources), tuple(targets), skipped, tuple(files))
-
-
-def read_parallel_files(source_path, target_path):
-    """Two aligned files, line i of one translating line i of the other."""
-    source_path, target_path = os.fspath(source_path), os.fspath(target_path)
-    sources, targets = _read_lines(source_path), _read_lines(target_path)
-    if len(sources) != len(targets):
-        raise ValueError(
-            f"{source_path} has {len(sources)} lines but {target_path} has {len(targets)}; "
-            "aligned files must have the same number of lines (line "
-            f"{min(len(sources), len(targets)) + 1} is the first without a partner)."
-        )
-    return _keep_nonblank(zip(sources, targets), (source_path, target_path))
+    raise AssertionError(f"{path}: the UTF-8 error vanished on a second read.")
 
 
 def _check_columns(columns):
@@ -94,66 +152,147 @@ def _check_columns(columns):
     return columns
 
 
-def read_tsv(path, columns=(0, 1)):
-    """One tab-separated file; `columns` (counted from 0) name the source and
-    target columns, other columns are ignored."""
-    path = os.fspath(path)
-    source_column, target_column = _check_columns(columns)
-    needed = max(source_column, target_column) + 1
-    pairs = []
-    for number, line in enumerate(_read_lines(path), start=1):
-        if not line.strip():
-            pairs.append(("", ""))
-            continue
-        fields = line.split("\t")
-        if len(fields) < needed:
+def resolve_files(files, tsv_columns=(0, 1)):
+    """A split's `TextFiles`, checked: `files` is a TSV file (a path or a
+    glob), a 1-tuple of TSV files (a path, glob or list), or `(source,
+    target)` aligned files, each side a path, a glob or a list (their sorted
+    files are paired in order). Counts every file's lines, which checks
+    that it exists, is not empty and is UTF-8, and that aligned shards have
+    the same number of lines."""
+    if isinstance(files, (str, os.PathLike)):
+        files = (files,)
+    if not isinstance(files, (list, tuple)) or len(files) not in (1, 2):
+        raise ValueError(f"Expected a TSV file or two aligned files (source, target); "
+                         f"received {files!r}.")
+    if len(files) == 1:
+        columns = _check_columns(tsv_columns)
+        shards = tuple((p,) for p in _paths(files[0]))
+        return TextFiles("tsv", shards, columns, tuple(_count_lines(p) for p, in shards))
+    sources, targets = _paths(files[0]), _paths(files[1])
+    if len(sources) != len(targets):
+        raise ValueError(f"{files[0]!s} names {len(sources)} source file(s) but {files[1]!s} "
+                         f"names {len(targets)} target file(s); aligned shards pair up in "
+                         "sorted order, one target file per source file.")
+    lines = []
+    for source, target in zip(sources, targets):
+        source_lines, target_lines = _count_lines(source), _count_lines(target)
+        if source_lines != target_lines:
             raise ValueError(
-                f"{path}, line {number}: expected at least {needed} tab-separated fields "
-                f"(source in column {source_column}, target in column {target_column}, "
-                f"counted from 0); found {len(fields)}: {line[:80]!r}."
-            )
-        pairs.append((fields[source_column], fields[target_column]))
-    return _keep_nonblank(pairs, (path,))
+                f"{source} has {source_lines} lines but {target} has {target_lines}; aligned "
+                "files must have the same number of lines (line "
+                f"{min(source_lines, target_lines) + 1} is the first without a partner).")
+        lines.append(source_lines)
+    return TextFiles("aligned", tuple(zip(sources, targets)), (0, 1), tuple(lines))
+
+
+def _lines(path):
+    """The decoded lines of a checked file (`_count_lines`), without line ends;
+    a UTF-8 byte-order mark at its start is dropped."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, start=1):
+            line = raw.decode("utf-8")
+            if number == 1 and line.startswith("\ufeff"):
+                line = line[1:]
+            yield line.rstrip("\r\n")
+
+
+def iter_pairs(text_files):
+    """`(source, target)` of every line of `text_files` (a `TextFiles`), in
+    file order, stripped; `None` for a line with a blank side. Raises for a
+    TSV line with too few columns, naming the file and the line."""
+    if text_files.kind == "aligned":
+        for source_path, target_path in text_files.files:
+            for source, target in zip(_lines(source_path), _lines(target_path)):
+                source, target = source.strip(), target.strip()
+                yield (source, target) if source and target else None
+        return
+    source_column, target_column = text_files.columns
+    needed = max(text_files.columns) + 1
+    for (path,) in text_files.files:
+        for number, line in enumerate(_lines(path), start=1):
+            if not line.strip():
+                yield None
+                continue
+            fields = line.split("\t")
+            if len(fields) < needed:
+                raise ValueError(
+                    f"{path}, line {number}: expected at least {needed} tab-separated fields "
+                    f"(source in column {source_column}, target in column {target_column}, "
+                    f"counted from 0); found {len(fields)}: {line[:80]!r}."
+                )
+            source, target = fields[source_column].strip(), fields[target_column].strip()
+            yield (source, target) if source and target else None
+
+
+def _warn_skipped(skipped, names):
+    if skipped:
+        logger.warning("%s: skipped %d pair(s) with a blank side.", names, skipped)
 
 
 def read_text(files, tsv_columns=(0, 1)):
-    """`files`: `(source_path, target_path)` or a single TSV path (read with
-    `tsv_columns`)."""
-    if isinstance(files, (str, os.PathLike)):
-        return read_tsv(files, tsv_columns)
-    files = tuple(files)
-    if len(files) == 1:
-        return read_tsv(files[0], tsv_columns)
-    if len(files) == 2:
-        return read_parallel_files(*files)
-    raise ValueError(
-        f"Expected a TSV file or two aligned files (source, target); received {list(files)}."
-    )
+    """Every pair of `files` (see `resolve_files`: a TSV file, or source and
+    target files; globs and lists of shards allowed) in memory, as a
+    `ParallelText`."""
+    text_files = files if isinstance(files, TextFiles) else resolve_files(files, tsv_columns)
+    sources, targets, skipped = [], [], 0
+    for pair in iter_pairs(text_files):
+        if pair is None:
+            skipped += 1
+        else:
+            sources.append(pair[0])
+            targets.append(pair[1])
+    _warn_skipped(skipped, text_files.names)
+    if not sources:
+        raise ValueError(f"{text_files.names}: every pair has a blank side; nothing to read.")
+    return ParallelText(tuple(sources), tuple(targets), skipped,
+                        tuple(p for shard in text_files.files for p in shard))
 
 
-def _group_key(source):
+def read_parallel_files(source_path, target_path):
+    """Two aligned files, line i of one translating line i of the other."""
+    return read_text((source_path, target_path))
+
+
+def read_tsv(path, columns=(0, 1)):
+    """One tab-separated file (or glob); `columns` (counted from 0) name the
+    source and target columns, other columns are ignored."""
+    return read_text((path,), columns)
+
+
+def group_key(source):
+    """What `grouped_split` and the hashed holdout compare: the source
+    sentence with its spacing collapsed, case-folded."""
     return " ".join(source.split()).casefold()
 
 
-def _size(value, total, name):
-    """A split size: a fraction of `total` (0 < value < 1) or a count (>= 1)."""
+def holdout_size(value, total, name, max_pairs=None):
+    """A held-out split's size in pairs: a fraction of `total` (0 < value < 1;
+    at most `max_pairs` when given) or a count (>= 1)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
         raise ValueError(f"{name} must be a fraction in (0, 1) or a count of pairs; "
                          f"received {value!r}.")
-    return int(round(value * total)) if value < 1 else int(value)
+    if value >= 1:
+        return int(value)
+    size = int(round(value * total))
+    return size if max_pairs is None else min(size, max_pairs)
 
 
-def grouped_split(text, validation, test, seed=0):
+def _no_training_pairs(names, validation, test, total, groups):
+    return ValueError(f"{names}: asking for {validation} validation and {test} test pairs "
+                      f"leaves no training pairs ({total} pairs{groups}).")
+
+
+def grouped_split(text, validation, test, seed=0, max_pairs=None):
     """Splits `text` (a `ParallelText`) into train, validation and test so that
     all pairs with the same source sentence (compared case- and
-    whitespace-insensitively) land in one split: a corpus such as Tatoeba has
-    several translations per sentence, and a pair-wise random split would put
-    test sentences in the training data.
+    whitespace-insensitively, `group_key`) land in one split: a corpus such
+    as Tatoeba has several translations per sentence, and a pair-wise random
+    split would put test sentences in the training data.
 
     Args:
-        validation, test: each a fraction of the pairs (0 < x < 1) or a number
-            of pairs (>= 1); a split gets whole groups until it has at least
-            that many pairs.
+        validation, test: each a fraction of the pairs (0 < x < 1; at most
+            `max_pairs` when given) or a number of pairs (>= 1); a split gets
+            whole groups until it has at least that many pairs.
         seed: the shuffle of the groups; the same seed gives the same split.
 
     Returns:
@@ -161,11 +300,11 @@ def grouped_split(text, validation, test, seed=0):
         asked to be 0 is left out).
     """
     total = len(text)
-    wanted = {"test": _size(test, total, "The test size"),
-              "validation": _size(validation, total, "The validation size")}
+    wanted = {"test": holdout_size(test, total, "The test size", max_pairs),
+              "validation": holdout_size(validation, total, "The validation size", max_pairs)}
     groups = {}
     for source, target in zip(text.sources, text.targets):
-        groups.setdefault(_group_key(source), []).append((source, target))
+        groups.setdefault(group_key(source), []).append((source, target))
     keys = list(groups)
     random.Random(seed).shuffle(keys)
     splits, at = {}, 0
@@ -177,11 +316,8 @@ def grouped_split(text, validation, test, seed=0):
         splits[name] = pairs
     splits["train"] = [pair for key in keys[at:] for pair in groups[key]]
     if not splits["train"]:
-        raise ValueError(
-            f"{' + '.join(text.files)}: asking for {wanted['validation']} validation and "
-            f"{wanted['test']} test pairs leaves no training pairs ({total} pairs, "
-            f"{len(keys)} distinct source sentences)."
-        )
+        raise _no_training_pairs(" + ".join(text.files), wanted["validation"], wanted["test"],
+                                 total, f", {len(keys)} distinct source sentences")
     files = tuple(f"{f} ({{}} split, seed {seed})" for f in text.files)
     return {
         name: ParallelText(tuple(s for s, _ in pairs), tuple(t for _, t in pairs), 0,
@@ -189,3 +325,94 @@ def grouped_split(text, validation, test, seed=0):
         for name, pairs in splits.items()
         if pairs
     }
+
+
+def hashed_split_fraction(source, seed=0):
+    """Where the hashed holdout places the pairs of `source`: a number in
+    [0, 1) from a keyed BLAKE2b hash of its `group_key` (the same in every
+    process and on every machine); test takes [0, p_test), validation the
+    next p_validation."""
+    digest = hashlib.blake2b(group_key(source).encode("utf-8"), digest_size=8,
+                             key=str(seed).encode("ascii")).digest()
+    return int.from_bytes(digest, "little") / 2.0**64
+
+
+@dataclasses.dataclass
+class ScannedText:
+    """What one pass of `scan_text` keeps of a corpus.
+
+    Attributes:
+        text_files: the `TextFiles` scanned.
+        split_ids: bytes, one per line in file order: `SPLIT_IDS` of its split.
+        counts: pairs per split (exact), and "skipped" (a blank side).
+        held_out: split name -> `ParallelText` of the held-out splits (or of
+            the file's own split, when it is at most `in_memory` pairs).
+        sample: a `ParallelText` of at most `sample_size` training pairs,
+            evenly spaced over the files.
+    """
+
+    text_files: TextFiles
+    split_ids: bytes
+    counts: dict
+    held_out: dict
+    sample: ParallelText
+
+
+def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDOUT_MAX_PAIRS,
+              sample_size=SAMPLE_PAIRS, in_memory=IN_MEMORY_PAIRS):
+    """One streaming pass over `text_files` (a `TextFiles` of `split`):
+    records each line's split (`hashed_split_fraction` with `holdout`'s
+    validation and test sizes, fractions or pair counts, against the line
+    count), keeps the held-out pairs and a sample, and counts. Memory: one
+    byte per line, plus what it keeps."""
+    total = sum(text_files.lines)
+    sizes = {name: holdout_size(size, total, f"The {name} size", max_pairs)
+             for name, size in zip(("validation", "test"), holdout)}
+    p_test = sizes["test"] / total
+    p_held = p_test + sizes["validation"] / total
+    if p_held >= 1:
+        raise _no_training_pairs(text_files.names, sizes["validation"], sizes["test"],
+                                 total, " in all")
+    own = SPLIT_IDS[split]
+    validation_id, test_id, skipped_id = (SPLIT_IDS[s] for s in ("validation", "test",
+                                                                  "skipped"))
+    stride = max(1, math.ceil(total / sample_size)) if sample_size else 0
+    ids = bytearray(total)
+    counts = dict.fromkeys(SPLIT_IDS, 0)
+    kept = {"validation": [], "test": [], split: []}
+    sample = []
+    for index, pair in enumerate(iter_pairs(text_files)):
+        if pair is None:
+            ids[index] = skipped_id
+            counts["skipped"] += 1
+            continue
+        where = own
+        if p_held:
+            u = hashed_split_fraction(pair[0], seed)
+            where = test_id if u < p_test else validation_id if u < p_held else own
+        ids[index] = where
+        name = ("train", "validation", "test")[where - 1]
+        counts[name] += 1
+        if name != split or counts[name] <= in_memory:
+            kept[name].append(pair)
+        if where == own and stride and index % stride == 0 and len(sample) < sample_size:
+            sample.append(pair)
+    _warn_skipped(counts["skipped"], text_files.names)
+    if not counts[split]:
+        if p_held:
+            raise _no_training_pairs(text_files.names, sizes["validation"], sizes["test"],
+                                     total, " in all")
+        raise ValueError(f"{text_files.names}: every pair has a blank side; nothing to read.")
+    paths = tuple(p for shard in text_files.files for p in shard)
+
+    def text(pairs, label):
+        return ParallelText(tuple(s for s, _ in pairs), tuple(t for _, t in pairs), 0,
+                            tuple(f"{p} ({label})" for p in paths))
+
+    held_out = {name: text(pairs, f"{name} split, hashed, seed {seed}" if name != split
+                           else split)
+                for name, pairs in kept.items()
+                if pairs and (name != split or counts[name] <= in_memory)}
+    return ScannedText(text_files, bytes(ids), {k: v for k, v in counts.items() if v or k ==
+                                                 "skipped"},
+                       held_out, text(sample, f"{split} sample"))

@@ -79,9 +79,17 @@ class TranslationConfig:
         "--test-files are given: sizes as fractions (<1) or pair counts, grouped by source "
         "sentence", nargs=2, type=float, metavar=("VALIDATION", "TEST"))
     split_seed: int = _field(0, "seed of the --holdout split")
+    holdout_max_pairs: int = _field(5_000, "the most pairs a --holdout fraction takes per "
+                                    "split (validation loss and BLEU stay bounded)")
+    in_memory_pairs: int = _field(
+        100_000, "own text files of at most this many lines are read into memory, with an "
+        "exact --holdout; longer ones stream from disk, with a hashed --holdout (0: always "
+        "stream)")
     tokenizer: str = _field("wordpiece", "subword algorithm (all run in TF Text ops)",
                             choices=TOKENIZERS)
     vocabulary_size: int = _field(4000, "subword vocabulary size (an upper bound)")
+    vocabulary_sample: int = _field(200_000, "training pairs, evenly spaced, that the "
+                                    "vocabularies and length statistics are learned from")
     shared_vocabulary: bool = _field(False, "one vocabulary for source and target")
     lowercase: bool = _field(False, "case-fold text before tokenizing")
     max_length: int = _field(64, "most tokens per sequence, [START]/[END] included")
@@ -239,14 +247,14 @@ PRESETS = {
         vocabulary_size=37_000, shared_vocabulary=True, max_length=256,
         model_preset="base", num_layers=None, steps=100_000, steps_per_epoch=2000,
         warmup_steps=4000, batch_tokens=25_000, average_checkpoints=5, shuffle_buffer=200_000,
-        validation_bleu_sentences=500,
+        validation_bleu_sentences=500, vocabulary_sample=1_000_000,
     ),
     "wmt14_en_de_big": TranslationConfig(
         dataset="wmt14_translate/de-en", source_lang="en", target_lang="de",
         vocabulary_size=37_000, shared_vocabulary=True, max_length=256,
         model_preset="big", num_layers=None, steps=300_000, steps_per_epoch=2000,
         warmup_steps=4000, batch_tokens=25_000, average_checkpoints=20, keep_checkpoints=20,
-        shuffle_buffer=200_000, validation_bleu_sentences=500,
+        shuffle_buffer=200_000, validation_bleu_sentences=500, vocabulary_sample=1_000_000,
     ),
 }
 # Your own parallel text (`--train-files` without `--preset`): defaults
@@ -335,7 +343,8 @@ def check_config(config):
 
     positive = ("vocabulary_size", "max_length", "batch_tokens", "steps", "steps_per_epoch",
                 "warmup_steps", "eval_batch_size", "keep_checkpoints",
-                "average_checkpoints", "backup_every_steps", "shuffle_buffer")
+                "average_checkpoints", "backup_every_steps", "shuffle_buffer",
+                "vocabulary_sample", "holdout_max_pairs")
     if config.early_stopping_patience is not None:
         positive += ("early_stopping_patience",)
     for name in positive:
@@ -347,6 +356,7 @@ def check_config(config):
         raise ValueError("--time-budget cannot stop several workers at the same step; "
                          "use --steps with --strategy multi_worker.")
     check_non_negative_int("--validation-bleu-sentences", config.validation_bleu_sentences)
+    check_non_negative_int("--in-memory-pairs", config.in_memory_pairs)
     if config.early_stopping_patience is not None and not config.validation_bleu_sentences:
         raise ValueError("--early-stopping-patience needs validation BLEU: "
                          "--validation-bleu-sentences must be > 0.")

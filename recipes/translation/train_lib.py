@@ -29,8 +29,11 @@ from keras_attention.data import (
     TextFilesCorpus,
     TfdsCorpus,
     length_statistics,
+    load_shard,
     load_tokenizers,
     make_batches,
+    pair_count,
+    sample_pairs,
     save_tokenizers,
     train_tokenizers,
 )
@@ -62,10 +65,23 @@ def make_corpus(config):
             files["validation"] = config.validation_files
         if config.test_files:
             files["test"] = config.test_files
-        return TextFilesCorpus(files, config.source_lang or "source",
-                               config.target_lang or "target",
-                               tsv_columns=config.tsv_columns, holdout=config.holdout,
-                               split_seed=config.split_seed)
+        start = time.perf_counter()
+        corpus = TextFilesCorpus(files, config.source_lang or "source",
+                                 config.target_lang or "target",
+                                 tsv_columns=config.tsv_columns, holdout=config.holdout,
+                                 split_seed=config.split_seed,
+                                 in_memory_pairs=config.in_memory_pairs,
+                                 holdout_max_pairs=config.holdout_max_pairs,
+                                 sample_pairs=config.vocabulary_sample)
+        sizes = ", ".join(f"{corpus.sizes[s]:,} {s}" for s in corpus.splits)
+        streamed = (f"; {' and '.join(corpus.streamed)} streamed from disk"
+                    if corpus.streamed else "")
+        holdout = (f" (held out by a hash of the source sentence, seed {config.split_seed})"
+                   if corpus.streamed and config.holdout else "")
+        corpus.read_seconds = time.perf_counter() - start
+        print(f"Read the text files in {corpus.read_seconds:.1f} s: {sizes} pairs"
+              f"{holdout}{streamed}.", flush=True)
+        return corpus
     return TfdsCorpus(config.dataset, config.source_lang, config.target_lang,
                       data_dir=config.data_dir)
 
@@ -155,19 +171,23 @@ def _write_json(path, value):
 
 
 def _tokenizers(config, corpus, workdir):
-    """`(source, target, learned)`: the run's saved tokenizers, or new ones
-    learned from the training split (`learned`; saved by the caller)."""
+    """`(source, target, seconds)`: the run's saved tokenizers (`seconds`
+    None), or new ones learned from a sample of the training split in
+    `seconds` (saved by the caller)."""
     vocab_dir = os.path.join(workdir, "vocab")
     if os.path.exists(os.path.join(vocab_dir, "target.json")):
-        return (*load_tokenizers(vocab_dir), False)
-    print(f"Learning {config.tokenizer} vocabularies from {corpus!r} ...", flush=True)
+        return (*load_tokenizers(vocab_dir), None)
+    print(f"Learning {config.tokenizer} vocabularies from {corpus!r} (at most "
+          f"{config.vocabulary_sample:,} pairs, --vocabulary-sample) ...", flush=True)
     start = time.perf_counter()
-    tokenizers = train_tokenizers(corpus.load("train"), config.vocabulary_size,
+    tokenizers = train_tokenizers(sample_pairs(corpus, "train", config.vocabulary_sample),
+                                  config.vocabulary_size,
                                   shared=config.shared_vocabulary, lowercase=config.lowercase,
                                   algorithm=config.tokenizer)
+    seconds = time.perf_counter() - start
     print(f"Learned {tokenizers[0].vocabulary_size} source and {tokenizers[1].vocabulary_size} "
-          f"target tokens in {time.perf_counter() - start:.1f} s.", flush=True)
-    return (*tokenizers, True)
+          f"target tokens in {seconds:.1f} s.", flush=True)
+    return (*tokenizers, seconds)
 
 
 def _check_training_pairs(config, stats):
@@ -252,6 +272,20 @@ def _select_checkpoints(config, workdir, model, best):
     return {"selected_checkpoints": ["last"]}
 
 
+class _FirstStep(keras.callbacks.Callback):
+    """Records when the first training step of this call ended."""
+
+    at = None
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self.at is None:
+            self.at = time.perf_counter()
+
+
+def _rounded(seconds):
+    return None if seconds is None else round(seconds, 1)
+
+
 def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     """Trains a Transformer as `config` says, in `workdir`, then scores it.
 
@@ -263,6 +297,7 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     """
     # Everything is checked before anything is written: a refused command
     # leaves the workdir as it was, so the corrected one starts afresh.
+    begin = time.perf_counter()
     check_config(config)
     _check_workdir_path(workdir)
     corpus = make_corpus(config)  # bad files stop the run before it writes anything
@@ -292,20 +327,30 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     print(f"Run directory: {workdir} ({'resuming' if resumed else 'new'}); strategy "
           f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s); "
           f"precision {precision}; XLA {'on' if jit_compile else 'off'}.", flush=True)
-    source_tokenizer, target_tokenizer, learned = _tokenizers(config, corpus, workdir)
-    train_pairs = corpus.load("train")
-    stats = length_statistics(train_pairs, source_tokenizer, target_tokenizer, config.max_length)
-    action = "dropped" if config.length_policy == "drop" else "truncated"
-    print(f"Training pairs: {stats['pairs']}; mean length {stats['mean_source_length']:.1f} "
-          f"source / {stats['mean_target_length']:.1f} target tokens; "
-          f"{stats['over_max_length']} over --max-length {config.max_length} ({action}).")
+    source_tokenizer, target_tokenizer, vocabulary_seconds = _tokenizers(config, corpus,
+                                                                         workdir)
+    # Length statistics of the same bounded sample: a full pass would tokenize
+    # the whole corpus before the first step.
+    stats = length_statistics(sample_pairs(corpus, "train", config.vocabulary_sample),
+                              source_tokenizer, target_tokenizer, config.max_length)
     _check_training_pairs(config, stats)
+    training_pairs = pair_count(corpus, "train") or stats["pairs"]
+    over = stats["over_max_length"]
+    if training_pairs != stats["pairs"]:  # scaled from the sample
+        over = round(over * training_pairs / stats["pairs"])
+    of_sample = (f" (from a sample of {stats['pairs']:,})" if training_pairs != stats["pairs"]
+                 else "")
+    action = "dropped" if config.length_policy == "drop" else "truncated"
+    print(f"Training pairs: {training_pairs:,}; mean length {stats['mean_source_length']:.1f} "
+          f"source / {stats['mean_target_length']:.1f} target tokens; "
+          f"{'about ' if of_sample else ''}{over:,} over --max-length {config.max_length} "
+          f"({action}){of_sample}.")
     if chief:
         os.makedirs(workdir, exist_ok=True)
         if not resumed:
             # Atomic: other workers may read it while the chief writes it.
             atomic_write_text(os.path.join(workdir, "config.json"), config.to_json())
-        if learned:
+        if vocabulary_seconds is not None:
             save_tokenizers(os.path.join(workdir, "vocab"), source_tokenizer, target_tokenizer)
 
     with strategy.scope():
@@ -320,11 +365,15 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
                             **decoding_settings(config), jit_compile=config.decode_jit_compile)
 
     def dataset_fn(input_context, seed_offset):
+        # Each input pipeline (worker) reads its own shard: its share of the
+        # files, or every N-th pair.
+        pairs, sharded = load_shard(corpus, "train", input_context)
         return make_batches(
-            train_pairs, source_tokenizer, target_tokenizer, max_length=config.max_length,
+            pairs, source_tokenizer, target_tokenizer, max_length=config.max_length,
             length_policy=config.length_policy, batch_tokens=config.batch_tokens,
             shuffle_buffer=config.shuffle_buffer, seed=config.seed + seed_offset,
             deterministic=config.deterministic, repeat=True, input_context=input_context,
+            shard=not sharded,
         )
 
     validation = None
@@ -333,7 +382,8 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
             corpus.load("validation"), source_tokenizer, target_tokenizer,
             max_length=config.max_length, batch_tokens=config.batch_tokens, training=False,
         )
-    callbacks = list(callbacks or [])
+    first_step = _FirstStep()
+    callbacks = [first_step, *(callbacks or [])]
     if config.time_budget is not None:
         if strategy.extended._in_multi_worker_mode():
             raise ValueError("--time-budget cannot stop several workers at the same step; "
@@ -369,8 +419,12 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
         "precision": precision,
         "strategy": type(strategy).__name__,
         "replicas": strategy.num_replicas_in_sync,
-        "training_pairs": stats["pairs"],
-        "training_pairs_over_max_length": stats["over_max_length"],
+        "training_pairs": training_pairs,
+        # Where the time before training went (None: nothing done in this call).
+        "corpus_read_seconds": _rounded(getattr(corpus, "read_seconds", None)),
+        "vocabulary_seconds": _rounded(vocabulary_seconds),
+        "seconds_to_first_step": _rounded(first_step.at and first_step.at - begin),
+        "training_pairs_over_max_length": over,
     }
     if history.history.get("val_accuracy"):
         metrics["validation_token_accuracy"] = history.history["val_accuracy"][-1]

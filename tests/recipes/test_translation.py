@@ -603,7 +603,9 @@ def test_sigkill_mid_epoch_then_restart_resumes(tmp_path, text_files):
 
 @pytest.mark.multiprocess
 def test_multi_worker_run_with_tf_config(tmp_path, text_files):
-    config = tiny_config(text_files, strategy="multi_worker", steps=6, steps_per_epoch=3)
+    # Streamed own files (`in_memory_pairs=0`): each worker reads every other pair.
+    config = tiny_config(text_files, strategy="multi_worker", steps=6, steps_per_epoch=3,
+                         in_memory_pairs=0)
     workers = [f"127.0.0.1:{p}" for p in free_ports(2)]
     processes = []
     for index in range(2):
@@ -617,6 +619,7 @@ def test_multi_worker_run_with_tf_config(tmp_path, text_files):
         assert process.returncode == 0, stderr[-3000:]
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     assert metrics["steps"] == 6 and metrics["replicas"] == 2
+    assert metrics["training_pairs"] > 0 and metrics["seconds_to_first_step"] > 0
     # MultiWorkerMirroredStrategy's class
     assert metrics["strategy"] == "CollectiveAllReduceStrategy"
     assert not [p for p in os.listdir(tmp_path / "run" / "backup") if p.startswith(".worker")]
