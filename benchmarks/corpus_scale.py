@@ -35,7 +35,9 @@ import tempfile
 import time
 
 import _repo_root  # noqa: F401  (benchmarks/_repo_root.py: the repository root on sys.path, TensorFlow imported quietly)
-from _machine import cpu_info, describe, short_cpu_name  # noqa: E402  (benchmarks/, the script's folder)
+
+# `_machine` (which imports keras_attention) is imported where it is used: a
+# child measuring another checkout must import that checkout's package first.
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 DEFAULT_SIZES = "30000,300000,3000000,30000000"
@@ -195,6 +197,8 @@ def plot(results, path):
     seconds.set(xscale="log", xlabel="training pairs", ylabel="seconds",
                 title="Seconds before training", ylim=(0, None))
     seconds.legend(fontsize=8)
+    from _machine import short_cpu_name
+
     fig.suptitle(f"Own corpora of growing size ({short_cpu_name(results['machine'])})")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
@@ -233,6 +237,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.steps < 2 or args.steps % 2:
         parser.error(f"--steps must be an even number >= 2; received {args.steps}.")
+
+    from _machine import cpu_info, describe, short_cpu_name
 
     machine = cpu_info()
     print(describe(machine), flush=True)
