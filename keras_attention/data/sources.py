@@ -269,8 +269,7 @@ class TextFilesCorpus:
             self._samples[split] = scanned.sample
         self.sizes.update({split: len(text) for split, text in self.texts.items()})
         order = ("test", "validation", "train") if holdout is not None else ()
-        self._splits = tuple(s for s in (*order, *files) if s in self.sizes and self.sizes[s])
-        self._splits = tuple(dict.fromkeys(self._splits))
+        self._splits = tuple(dict.fromkeys(s for s in (*order, *files) if self.sizes.get(s)))
         self.name = "text_files"
         self.source_language = source_language
         self.target_language = target_language
@@ -310,8 +309,9 @@ class TextFilesCorpus:
         _check_split(split, self._splits)
         if split in self._samples:
             text = self._samples[split]
+            every = max(1, math.ceil(len(text) / size))  # still spread over the split
             return tf.data.Dataset.from_tensor_slices(
-                (list(text.sources[:size]), list(text.targets[:size])))
+                (list(text.sources[::every]), list(text.targets[::every])))
         return _evenly_spaced(self.load(split), self.sizes[split], size)
 
     @staticmethod

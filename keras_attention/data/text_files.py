@@ -248,17 +248,6 @@ def read_text(files, tsv_columns=(0, 1)):
                         tuple(p for shard in text_files.files for p in shard))
 
 
-def read_parallel_files(source_path, target_path):
-    """Two aligned files, line i of one translating line i of the other."""
-    return read_text((source_path, target_path))
-
-
-def read_tsv(path, columns=(0, 1)):
-    """One tab-separated file (or glob); `columns` (counted from 0) name the
-    source and target columns, other columns are ignored."""
-    return read_text((path,), columns)
-
-
 def group_key(source):
     """What `grouped_split` and the hashed holdout compare: the source
     sentence with its spacing collapsed, case-folded."""

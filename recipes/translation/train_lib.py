@@ -170,18 +170,17 @@ def _write_json(path, value):
     atomic_write_text(path, json.dumps(value, indent=2, sort_keys=True) + "\n")
 
 
-def _tokenizers(config, corpus, workdir):
+def _tokenizers(config, corpus, sample, workdir):
     """`(source, target, seconds)`: the run's saved tokenizers (`seconds`
-    None), or new ones learned from a sample of the training split in
-    `seconds` (saved by the caller)."""
+    None), or new ones learned from `sample` (pairs of the training split)
+    in `seconds` (saved by the caller)."""
     vocab_dir = os.path.join(workdir, "vocab")
     if os.path.exists(os.path.join(vocab_dir, "target.json")):
         return (*load_tokenizers(vocab_dir), None)
     print(f"Learning {config.tokenizer} vocabularies from {corpus!r} (at most "
           f"{config.vocabulary_sample:,} pairs, --vocabulary-sample) ...", flush=True)
     start = time.perf_counter()
-    tokenizers = train_tokenizers(sample_pairs(corpus, "train", config.vocabulary_sample),
-                                  config.vocabulary_size,
+    tokenizers = train_tokenizers(sample, config.vocabulary_size,
                                   shared=config.shared_vocabulary, lowercase=config.lowercase,
                                   algorithm=config.tokenizer)
     seconds = time.perf_counter() - start
@@ -327,12 +326,15 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     print(f"Run directory: {workdir} ({'resuming' if resumed else 'new'}); strategy "
           f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s); "
           f"precision {precision}; XLA {'on' if jit_compile else 'off'}.", flush=True)
-    source_tokenizer, target_tokenizer, vocabulary_seconds = _tokenizers(config, corpus,
+    # One bounded sample of the training pairs for the vocabularies and the
+    # length statistics, read once (cached: a TFDS sample is a pass over the
+    # split).
+    sample = sample_pairs(corpus, "train", config.vocabulary_sample).cache()
+    source_tokenizer, target_tokenizer, vocabulary_seconds = _tokenizers(config, corpus, sample,
                                                                          workdir)
-    # Length statistics of the same bounded sample: a full pass would tokenize
-    # the whole corpus before the first step.
-    stats = length_statistics(sample_pairs(corpus, "train", config.vocabulary_sample),
-                              source_tokenizer, target_tokenizer, config.max_length)
+    # Length statistics of the same sample: a full pass would tokenize the
+    # whole corpus before the first step.
+    stats = length_statistics(sample, source_tokenizer, target_tokenizer, config.max_length)
     _check_training_pairs(config, stats)
     training_pairs = pair_count(corpus, "train") or stats["pairs"]
     over = stats["over_max_length"]
