@@ -21,7 +21,11 @@ on and off:
   that the model's share of a difference and the loss's share show apart;
 - achieved FLOP/s (the model's matmul FLOPs x 3 for forward + backward) as a
   fraction of the matmul peak measured in the same run, per dtype;
-- the ratio of keras_attention's best setting to keras-hub's best setting;
+- the same for the recipe's own training loop (`keras_attention.training.Trainer`,
+  "keras_attention/recipe": the step `recipes/translation/train.py` takes,
+  which projects and scores only the real target tokens, under XLA too);
+- the ratio of keras_attention's best setting to keras-hub's best setting,
+  for both paths;
 - `MultiHeadAttention` forward + backward time against
   `keras.layers.MultiHeadAttention` at the same shapes.
 
@@ -54,45 +58,15 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from _machine import cpu_info, default_policies, describe, policy_label  # noqa: E402
+from _models import SIZE, batch_data, keras_attention_model, keras_hub_model  # noqa: E402
 from _timing import interleaved_median_seconds, median_seconds  # noqa: E402  (benchmarks/, the script's folder)
 from keras_attention.layers import MultiHeadAttention  # noqa: E402
-from keras_attention.models import Transformer  # noqa: E402
-from keras_attention.training import MaskedCrossEntropy  # noqa: E402
+from keras_attention.training import MaskedCrossEntropy, Trainer, make_strategy  # noqa: E402
 
-SIZE = {"layers": 4, "d_model": 128, "ff": 512, "heads": 8, "vocabulary": 8000}
 POLICIES = ("float32", "mixed_bfloat16")
 
 
-# -- models ---------------------------------------------------------------
-
-def keras_attention_model(length):
-    return Transformer(
-        encoder_vocabulary_size=SIZE["vocabulary"], decoder_vocabulary_size=SIZE["vocabulary"],
-        num_encoder_layers=SIZE["layers"], num_decoder_layers=SIZE["layers"],
-        d_model=SIZE["d_model"], num_heads=SIZE["heads"], intermediate_dim=SIZE["ff"],
-        dropout=0.1, max_length=length, position_encoding="learned",
-        tie_output_embeddings=False,
-    )
-
-
-def keras_hub_model(length):
-    encoder_tokens = keras.Input((None,), dtype="int32", name="encoder_tokens")
-    decoder_tokens = keras.Input((None,), dtype="int32", name="decoder_tokens")
-    x = keras_hub.layers.TokenAndPositionEmbedding(
-        SIZE["vocabulary"], length, SIZE["d_model"], mask_zero=True)(encoder_tokens)
-    x = keras.layers.Dropout(0.1)(x)
-    for _ in range(SIZE["layers"]):
-        x = keras_hub.layers.TransformerEncoder(SIZE["ff"], SIZE["heads"], dropout=0.1)(x)
-    y = keras_hub.layers.TokenAndPositionEmbedding(
-        SIZE["vocabulary"], length, SIZE["d_model"], mask_zero=True)(decoder_tokens)
-    y = keras.layers.Dropout(0.1)(y)
-    for _ in range(SIZE["layers"]):
-        y = keras_hub.layers.TransformerDecoder(SIZE["ff"], SIZE["heads"], dropout=0.1)(y, x)
-    logits = keras.layers.Dense(SIZE["vocabulary"])(y)
-    logits = keras.layers.Activation("linear", dtype="float32")(logits)
-    return keras.Model({"encoder_tokens": encoder_tokens, "decoder_tokens": decoder_tokens},
-                       logits)
-
+# -- models (benchmarks/_models.py) ---------------------------------------
 
 MODELS = {"keras_attention": keras_attention_model, "keras_hub": keras_hub_model}
 
@@ -108,7 +82,10 @@ SYSTEMS = {
     "keras_hub": ("keras_hub", keras_loss),
     "keras_attention/keras_loss": ("keras_attention", keras_loss),
     "keras_hub/our_loss": ("keras_hub", MaskedCrossEntropy),
+    # The recipe's own loop (no `compile`): Trainer's step, our loss.
+    "keras_attention/recipe": ("keras_attention", None),
 }
+RECIPE = "keras_attention/recipe"
 
 
 def step_flops(batch, length):
@@ -125,6 +102,7 @@ def step_flops(batch, length):
 # (what it measures, our system, theirs)
 RATIOS = (
     ("each library's training step", "keras_attention", "keras_hub"),
+    ("the recipe's loop against keras-hub's step", RECIPE, "keras_hub"),
     ("the models alone, both with Keras' loss", "keras_attention/keras_loss", "keras_hub"),
     ("the models alone, both with our loss", "keras_attention", "keras_hub/our_loss"),
 )
@@ -142,17 +120,6 @@ def matmul_peak(dtype, n=2048, repeats=10):
 
     seconds, _ = median_seconds(lambda: product(a).numpy(), repeats)
     return 2 * n**3 / seconds
-
-
-def batch_data(batch, length, seed=0):
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(length // 2, length + 1, size=(2, batch))
-    tokens = rng.integers(4, SIZE["vocabulary"], size=(3, batch, length)).astype("int32")
-    for side in (0, 1):
-        for i, n in enumerate(lengths[side]):
-            tokens[side, i, n:] = 0
-    tokens[2][tokens[1] == 0] = 0  # labels pad where the decoder input pads
-    return {"encoder_tokens": tokens[0], "decoder_tokens": tokens[1]}, tokens[2]
 
 
 def compiled_model(name, policy, length, jit=False):
@@ -173,17 +140,45 @@ def compiled_model(name, policy, length, jit=False):
     return model
 
 
+def recipe_step(policy, length, jit, inputs, labels):
+    """The recipe's training step (`Trainer`, default strategy, the same Adam
+    and loss) on the batch, built under `policy` (seed 0): `(model, step)`,
+    `step()` -> the batch's mean loss over its real target tokens."""
+    keras.config.set_dtype_policy(policy)
+    try:
+        keras.utils.set_random_seed(0)
+        strategy = make_strategy("default")
+        with strategy.scope():
+            model = keras_attention_model(length)
+            optimizer = keras.optimizers.Adam(1e-4, beta_2=0.98, epsilon=1e-9)
+        trainer = Trainer(model, optimizer, strategy, label_smoothing=0.0, jit_compile=jit,
+                          verbose=0)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    batches = strategy.distribute_datasets_from_function(
+        lambda context: tf.data.Dataset.from_tensors((inputs, labels)).repeat())
+    iterator = iter(batches)
+
+    def step():
+        loss_sum, tokens, _, _ = trainer._train_step(iterator)
+        return float(loss_sum) / float(tokens)
+
+    return model, step
+
+
 def time_training(names, policy, jit, batch, length, steps, warmup):
     """Builds the models under `policy` and times their training steps
     round-robin (one step of each in turn), so that machine drift hits all
     of them alike. Returns one row per model."""
-    models = {name: compiled_model(name, policy, length, jit) for name in names}
     inputs, labels = batch_data(batch, length)
-    timed = interleaved_median_seconds(
-        {name: (lambda m=model: np.asarray(m.train_on_batch(inputs, labels)))
-         for name, model in models.items()},
-        steps, warmup,
-    )
+    models, steps_of = {}, {}
+    for name in names:
+        if name == RECIPE:
+            models[name], steps_of[name] = recipe_step(policy, length, jit, inputs, labels)
+        else:
+            models[name] = model = compiled_model(name, policy, length, jit)
+            steps_of[name] = lambda m=model: np.asarray(m.train_on_batch(inputs, labels))
+    timed = interleaved_median_seconds(steps_of, steps, warmup)
     return [
         {
             "model": name, "policy": policy, "jit": jit, "step_seconds": seconds,
@@ -302,6 +297,8 @@ def main(argv=None):
     if "keras_attention / keras_hub" in result["ratios"]:
         result["ratio_best_keras_attention_to_best_keras_hub"] = (
             result["ratios"]["keras_attention / keras_hub"])
+    if f"{RECIPE} / keras_hub" in result["ratios"]:
+        result["ratio_recipe_to_best_keras_hub"] = result["ratios"][f"{RECIPE} / keras_hub"]
     print("\nMultiHeadAttention forward+backward (causal self-attention, "
           f"[{args.batch_size}, {args.length}, {SIZE['d_model']}], {SIZE['heads']} heads):")
     for policy, times in attention.items():

@@ -9,6 +9,7 @@ import keras
 from keras import ops
 
 from keras_attention._validation import check_positive_int
+from keras_attention.layers._rows import can_skip_rows, project_kept_rows
 
 _POSITION_KINDS = ("sinusoidal", "learned")
 
@@ -99,6 +100,10 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             to a normal with standard deviation D^-0.5, so that the scaled
             embeddings have unit scale.
         max_wavelength: base of the sinusoidal wavelengths.
+        skip_masked_rows: in a training call with `reverse=True` whose
+            hidden states carry a Keras mask, project only the unmasked rows
+            (the others get zero logits and no gradient; TensorFlow outside
+            XLA; off by default, see `OutputProjection`).
         **kwargs: base `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -131,10 +136,14 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         scale_embeddings=True,
         embeddings_initializer=None,
         max_wavelength=10000,
+        skip_masked_rows=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
         check_positive_int("vocabulary_size", vocabulary_size)
+        if not isinstance(skip_masked_rows, bool):
+            raise TypeError(f"`skip_masked_rows` must be True or False; received "
+                            f"{skip_masked_rows!r}.")
         check_positive_int("sequence_length", sequence_length)
         check_positive_int("embedding_dim", embedding_dim)
         if position_encoding not in _POSITION_KINDS:
@@ -153,6 +162,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             or keras.initializers.RandomNormal(stddev=embedding_dim**-0.5)
         )
         self.max_wavelength = max_wavelength
+        self.skip_masked_rows = skip_masked_rows
         self.supports_masking = mask_zero
 
     def build(self, inputs_shape=None):
@@ -175,7 +185,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 self.max_wavelength, dtype=self.dtype_policy, name="position_encoding"
             )
 
-    def call(self, inputs, start_index=0, reverse=False):
+    def call(self, inputs, start_index=0, reverse=False, training=None, mask=None):
         if reverse:
             # Tied output projection: logits = x·Eᵀ over the token embeddings.
             embedding = self.token_embedding
@@ -183,8 +193,10 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 table = embedding.embeddings  # [V, D]
             else:  # int8 (or int4) values and their scales: the table as the layer reads it
                 table = embedding(ops.arange(self.vocabulary_size, dtype="int32"))
-            table = ops.cast(table, inputs.dtype)  # [V, D]
-            return ops.matmul(inputs, ops.transpose(table))  # [B, T, V]
+            table = ops.transpose(ops.cast(table, inputs.dtype))  # [D, V]
+            if self.skip_masked_rows and can_skip_rows(mask, training):
+                return project_kept_rows(inputs, mask, lambda rows: ops.matmul(rows, table))
+            return ops.matmul(inputs, table)  # [B, T, V]
         length = inputs.shape[-1]
         if isinstance(length, int) and length > self.sequence_length:
             raise ValueError(
@@ -213,7 +225,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     def compute_output_shape(self, inputs_shape):
         return tuple(inputs_shape) + (self.embedding_dim,)
 
-    def compute_output_spec(self, inputs, start_index=0, reverse=False):
+    def compute_output_spec(self, inputs, start_index=0, reverse=False, training=None,
+                            mask=None):
         if reverse:
             shape = tuple(inputs.shape[:-1]) + (self.vocabulary_size,)
         else:
@@ -234,6 +247,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                     self.embeddings_initializer
                 ),
                 "max_wavelength": self.max_wavelength,
+                "skip_masked_rows": self.skip_masked_rows,
             }
         )
         return config

@@ -86,8 +86,10 @@ def _encoder_pass(layers, encoder_tokens, training=None, return_attention_scores
 
 
 def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, training=None,
-                  return_attention_scores=False, cache=None, index=None, details=False):
-    """Embedding, dropout, blocks, final norm and output projection.
+                  return_attention_scores=False, cache=None, index=None, details=False,
+                  project=True):
+    """Embedding, dropout, blocks, final norm and output projection (with
+    `project=False`, the final hidden states `[B, T, D]` in its place).
 
     Teacher-forced over the whole target (`cache=None`), or one cached step
     at position `index` (`encoder_outputs` may then be None: the blocks read
@@ -127,12 +129,18 @@ def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, trainin
             cross_scores.append(block_cross)  # [B, N, T, S]
     if layers.decoder_final_norm is not None:
         y = layers.decoder_final_norm(y)
+    if project:
+        y = _project(layers, y, training)  # [B, T, V]
+    return y, self_scores, cross_scores, None if cache is None else tuple(new_cache)
+
+
+def _project(layers, y, training=None):
+    """The output projection: float32 logits `[..., V]` of hidden states `[..., D]`."""
     if layers.output_projection is None:
-        logits = layers.decoder_embedding(y, reverse=True)  # tied: [B, T, V]
+        logits = layers.decoder_embedding(y, reverse=True, training=training)  # tied: [..., V]
     else:
-        logits = layers.output_projection(y)  # [B, T, V]
-    logits = layers.logits_cast(logits)  # float32 under mixed precision
-    return logits, self_scores, cross_scores, None if cache is None else tuple(new_cache)
+        logits = layers.output_projection(y, training=training)  # [..., V]
+    return layers.logits_cast(logits)  # float32 under mixed precision
 
 
 def quantizable_layer(layer):
@@ -385,6 +393,24 @@ class Transformer(keras.Model):
         logits, _, _, cache = _decoder_pass(self._passes_layers(), tokens, None,
                                             encoder_padding_mask, cache=cache, index=index)
         return logits[:, -1, :], cache
+
+    def hidden_states(self, inputs, training=False):
+        """The teacher-forced pass up to the output projection: the decoder's
+        final hidden states `[B, T, D]` for `inputs` (the model's input dict),
+        from the same passes as the functional graph. With `project`, the
+        logits of any rows of them: the recipe's trainer projects only the
+        rows of real target tokens (no logits for padding, under XLA too)."""
+        layers = self._passes_layers()
+        encoder_tokens = ops.convert_to_tensor(inputs["encoder_tokens"], "int32")
+        decoder_tokens = ops.convert_to_tensor(inputs["decoder_tokens"], "int32")
+        x, mask, _ = _encoder_pass(layers, encoder_tokens, training=training)
+        y, *_ = _decoder_pass(layers, decoder_tokens, x, mask, training=training, project=False)
+        return y  # [B, T, D]
+
+    def project(self, hidden_states, training=False):
+        """float32 logits `[..., V]` of decoder hidden states `[..., D]`: the
+        model's output projection (tied or its own) and float32 cast."""
+        return _project(self._passes_layers(), hidden_states, training)
 
     def decode_full(self, decoder_tokens, encoder_outputs, encoder_padding_mask, training=False):
         """Runs the whole target prefix through the decoder (no cache):

@@ -13,6 +13,7 @@ from keras_attention.training.losses import (
     MaskedCrossEntropy,
     masked_correct,
     masked_cross_entropy,
+    token_cross_entropy,
 )
 from keras_attention.training.schedules import TransformerSchedule
 from keras_attention.training.strategy import (
@@ -44,4 +45,5 @@ __all__ = [
     "masked_cross_entropy",
     "resolve_jit_compile",
     "resolve_precision",
+    "token_cross_entropy",
 ]

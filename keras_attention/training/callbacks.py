@@ -134,7 +134,12 @@ class BestCheckpoints(keras.callbacks.Callback):
             raise ValueError(f"score_fn returned {sorted(scores)}, without the monitored "
                              f"{self.monitor!r}.")
         previous_best = max((e[self.monitor] for e in self.history), default=-math.inf)
-        self.history.append({"step": step, "epoch": epoch + 1, **scores})
+        # Training seconds so far (the trainer's epoch `seconds`, which leave
+        # out validation): with the scores, the run's time-to-BLEU curve.
+        seconds = (self.history[-1].get("train_seconds", 0.0) if self.history else 0.0) + float(
+            (logs or {}).get("seconds", 0.0))
+        self.history.append({"step": step, "epoch": epoch + 1, **scores,
+                             "train_seconds": round(seconds, 2)})
         if logs is not None:
             logs.update({f"val_{name}": value for name, value in scores.items()})
         if self.write:

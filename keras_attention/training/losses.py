@@ -25,25 +25,38 @@ def masked_cross_entropy(labels, logits, label_smoothing=0.0):
         `(losses, mask)`: float32 `[B, T]` losses, 0 at padding; float32
         `[B, T]` mask, 1 at real tokens.
     """
-    logits = ops.cast(logits, "float32")  # [B, T, V]
+    labels = ops.cast(labels, "int32")
+    mask = ops.cast(ops.not_equal(labels, PAD_ID), "float32")
+    return token_cross_entropy(labels, logits, label_smoothing) * mask, mask
+
+
+def token_cross_entropy(labels, logits, label_smoothing=0.0):
+    """float32 `[...]`: the label-smoothed cross-entropy of every position,
+    padding or not (`masked_cross_entropy` zeroes the padding; the recipe's
+    trainer scores only the rows of real tokens, gathered before the output
+    projection).
+
+    Args:
+        labels: int `[...]`.
+        logits: `[..., V]` (computed in float32).
+        label_smoothing: ε in [0, 1).
+    """
+    logits = ops.cast(logits, "float32")  # [..., V]
     labels = ops.cast(labels, "int32")
     if keras.backend.backend() == "tensorflow":
-        nll = _softmax_cross_entropy_tf(labels, logits, label_smoothing)  # [B, T]
-    elif label_smoothing:
+        return _softmax_cross_entropy_tf(labels, logits, label_smoothing)  # [...]
+    if label_smoothing:
         # -sum_v q_v log p_v with q = (1 - ε)·onehot(y) + ε/V is the formula above.
         vocabulary = logits.shape[-1] if logits.shape[-1] is not None else ops.shape(logits)[-1]
         target = ops.one_hot(labels, vocabulary) * (1.0 - label_smoothing) + (
             label_smoothing / ops.cast(vocabulary, "float32")
-        )  # [B, T, V]
-        nll = ops.categorical_crossentropy(target, logits, from_logits=True)  # [B, T]
-    else:
-        nll = ops.sparse_categorical_crossentropy(labels, logits, from_logits=True)  # [B, T]
-    mask = ops.cast(ops.not_equal(labels, PAD_ID), "float32")
-    return nll * mask, mask
+        )  # [..., V]
+        return ops.categorical_crossentropy(target, logits, from_logits=True)  # [...]
+    return ops.sparse_categorical_crossentropy(labels, logits, from_logits=True)  # [...]
 
 
 def _softmax_cross_entropy_tf(labels, logits, label_smoothing):
-    """float32 `[B, T]`: the label-smoothed cross-entropy of float32 `[B, T, V]`
+    """float32 `[...]`: the label-smoothed cross-entropy of float32 `[..., V]`
     logits, with a hand-written gradient built on one softmax.
 
     TensorFlow's fused `SparseSoftmaxCrossEntropyWithLogits` kernel (Eigen)
@@ -92,7 +105,7 @@ def _softmax_cross_entropy_tf(labels, logits, label_smoothing):
 
         return nll, gradient
 
-    return tf.reshape(cross_entropy(z), shape[:-1])  # [B, T]
+    return tf.reshape(cross_entropy(z), shape[:-1])  # [...]
 
 
 def masked_correct(labels, logits):

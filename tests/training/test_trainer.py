@@ -10,6 +10,7 @@ import tensorflow as tf
 
 from keras_attention.models import Transformer
 from keras_attention.training import (
+    MaskedCrossEntropy,
     Trainer,
     TrainingDivergedError,
     TransformerSchedule,
@@ -67,6 +68,85 @@ def test_each_precision_learns(policy):
     assert losses[-1] < losses[0]
     assert int(trainer.step.numpy()) == 60
     assert trainer.model.dtype_policy.name == policy
+
+
+def padded_batch(vocabulary=20, seed=0):
+    """A batch with padding on both sides, one target all padding."""
+    rng = np.random.default_rng(seed)
+    src = rng.integers(4, vocabulary, (6, 9)).astype("int32")
+    dec = rng.integers(4, vocabulary, (6, 8)).astype("int32")
+    lab = rng.integers(4, vocabulary, (6, 8)).astype("int32")
+    for i in range(6):
+        src[i, rng.integers(3, 10):] = 0
+        n = rng.integers(2, 9) if i else 0
+        dec[i, n:] = lab[i, n:] = 0
+    return {"encoder_tokens": tf.constant(src), "decoder_tokens": tf.constant(dec)}, lab
+
+
+@pytest.mark.slow  # builds and traces a trainer (~10 s)
+@pytest.mark.parametrize("policy, tolerance, tie, jit_compile", [
+    ("float32", 1e-5, True, False), ("float32", 1e-5, False, True),
+    ("mixed_bfloat16", 2e-2, False, False), ("mixed_bfloat16", 2e-2, True, True)])
+def test_gathered_step_gives_the_plain_loss_and_gradients(jit_compile, tie, policy, tolerance):
+    """The recipe's step projects and scores only the real target tokens
+    (gathered from the decoder's states, under XLA too), and `model.fit`'s
+    path (`model(...)` then `MaskedCrossEntropy`) with the output layer's
+    `skip_masked_rows` skips them there: both give the loss and the
+    gradients of the plain pass, every row projected and the padding masked out of a
+    label-smoothed cross-entropy written here with TensorFlow's ops."""
+    keras.config.set_dtype_policy(policy)
+    try:
+        keras.utils.set_random_seed(1)
+        model = Transformer.from_preset("tiny", encoder_vocabulary_size=20,
+                                        decoder_vocabulary_size=20, tie_output_embeddings=tie)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    trainer = Trainer(model, keras.optimizers.SGD(0.1), make_strategy("default"),
+                      label_smoothing=0.1, jit_compile=jit_compile, verbose=0)
+    inputs, labels = padded_batch()
+    tokens = float((labels != 0).sum())
+    grads, loss_sum, correct = trainer._gradients(inputs, tf.constant(labels),
+                                                  tf.constant(tokens))
+    variables = model.trainable_variables
+
+    def dense(grad):
+        return tf.convert_to_tensor(grad).numpy()
+
+    # The hidden states as the step computes them (under XLA or not: in
+    # bfloat16 the two round differently); tf.identity drops the Keras mask,
+    # so that every row is projected.
+    hidden_states = tf.function(lambda inputs: model.hidden_states(inputs, training=True),
+                                jit_compile=jit_compile)
+    with tf.GradientTape() as tape:
+        logits = model.project(tf.identity(hidden_states(inputs)), training=True)  # [B, T, V]
+        target = tf.one_hot(labels, 20) * 0.9 + 0.1 / 20
+        plain = -tf.reduce_sum(target * tf.nn.log_softmax(logits), -1) * (labels != 0)
+        plain_loss = tf.reduce_sum(plain) / tokens
+    plain_grads = tape.gradient(plain_loss, variables)
+    assert float(loss_sum) == pytest.approx(float(tf.reduce_sum(plain)), rel=tolerance)
+    hits = (np.argmax(logits.numpy(), -1) == labels) & (labels != 0)
+    assert float(correct) == hits.sum()
+    plain_grads = [dense(g) for g in plain_grads]
+    # A gradient is a sum of many terms; its rounding error scales with their
+    # size, not with its own (the key biases' gradients are 0 in theory):
+    # errors are bounded relative to the largest gradient of the model.
+    scale = max(np.abs(g).max() for g in plain_grads)
+    for variable, a, b in zip(variables, grads, plain_grads):
+        np.testing.assert_allclose(dense(a), b, rtol=tolerance, atol=tolerance * scale,
+                                   err_msg=variable.path)
+    if jit_compile:
+        return  # (the model.fit path below runs outside XLA: against that reference)
+    # The model.fit path with the output layer told to skip the padded rows
+    # (`skip_masked_rows`, off by default): the same loss and gradients.
+    (model.decoder_embedding if tie else model.output_projection).skip_masked_rows = True
+    with tf.GradientTape() as tape:
+        logits = model(inputs, training=True)
+        fit_loss = MaskedCrossEntropy(0.1)(labels, logits)
+    np.testing.assert_array_equal(logits.numpy()[labels == 0], 0.0)
+    assert float(fit_loss) == pytest.approx(float(plain_loss), rel=tolerance)
+    for variable, a, b in zip(variables, tape.gradient(fit_loss, variables), plain_grads):
+        np.testing.assert_allclose(dense(a), b, rtol=tolerance, atol=tolerance * scale,
+                                   err_msg=variable.path)
 
 
 @pytest.mark.slow
