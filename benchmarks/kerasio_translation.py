@@ -210,9 +210,10 @@ class WallClockBudget(keras.callbacks.Callback):
         self.start = None
         self.steps = 0
         self.epoch_ends = []
+        self.paused = 0.0  # seconds not counted (the curve's validation decoding)
 
     def elapsed(self):
-        return 0.0 if self.start is None else time.perf_counter() - self.start
+        return 0.0 if self.start is None else time.perf_counter() - self.start - self.paused
 
     def on_train_batch_begin(self, batch, logs=None):
         if self.start is None:
@@ -227,13 +228,39 @@ class WallClockBudget(keras.callbacks.Callback):
         self.epoch_ends.append(self.elapsed())
 
 
+class ValidationBleuCurve(keras.callbacks.Callback):
+    """At each epoch end, the validation BLEU of the model's greedy
+    translations (the example's decoding) of `sources`, against `references`,
+    lowercased as the example's output, with the training seconds so far:
+    the time-to-BLEU curve. Its decoding is not counted in `budget`."""
+
+    def __init__(self, budget, translator, sources, references):
+        super().__init__()
+        self.budget, self.translator = budget, translator
+        self.sources, self.references = sources, references
+        self.curve = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        import sacrebleu
+
+        seconds = self.budget.elapsed()  # training so far, before this decoding
+        began = time.perf_counter()
+        hypotheses = self.translator.translate(self.sources)  # the weights trained so far
+        bleu = sacrebleu.metrics.BLEU(lowercase=True).corpus_score(hypotheses, [self.references])
+        self.curve.append({"epoch": epoch + 1, "steps": self.budget.steps,
+                           "train_seconds": round(seconds, 2),
+                           "bleu": round(bleu.score, 2)})
+        self.budget.paused += time.perf_counter() - began
+
+
 # -- the trained translator ---------------------------------------------------------
 
 class KerasIoTranslator:
     """The example's trained model and tokenizers, and its greedy decoding."""
 
     def __init__(self, transformer, eng_tokenizer, spa_tokenizer, *, vocabulary_seconds,
-                 train_seconds, epochs, steps, steps_per_epoch, epoch_seconds, history):
+                 train_seconds, epochs, steps, steps_per_epoch, epoch_seconds, history,
+                 curve=()):
         self.transformer = transformer
         self.eng_tokenizer = eng_tokenizer
         self.spa_tokenizer = spa_tokenizer
@@ -244,6 +271,7 @@ class KerasIoTranslator:
         self.steps_per_epoch = steps_per_epoch
         self.epoch_seconds = epoch_seconds  # per epoch, each with its validation pass
         self.history = history
+        self.curve = list(curve)  # [{"epoch", "steps", "train_seconds", "bleu"}] per epoch
         self._generate_fn = None
 
     # The example's `decode_sequences`, verbatim (its globals made attributes) but for
@@ -364,9 +392,12 @@ def _lowercase(pairs):
     return [(str(eng).lower(), str(spa).lower()) for eng, spa in pairs]
 
 
-def train(train_pairs, validation_pairs, budget_seconds, seed=0, verbose=1):
+def train(train_pairs, validation_pairs, budget_seconds, seed=0, verbose=1, curve_sentences=0):
     """Learn the vocabularies (not timed against the budget), then train the
-    example's model until `budget_seconds` of training wall-clock time have passed."""
+    example's model until `budget_seconds` of training wall-clock time have passed.
+    With `curve_sentences`, the first that many validation pairs are
+    translated at each epoch end (not timed against the budget) for the
+    time-to-BLEU curve (`translator.curve`)."""
     keras.utils.set_random_seed(seed)
     train_pairs = _lowercase(train_pairs)
     validation_pairs = _lowercase(validation_pairs)
@@ -394,8 +425,18 @@ def train(train_pairs, validation_pairs, budget_seconds, seed=0, verbose=1):
         "rmsprop", loss="sparse_categorical_crossentropy", metrics=["accuracy"]
     )
     budget = WallClockBudget(budget_seconds)
+    callbacks = [budget]
+    if curve_sentences and validation_pairs:
+        pairs = validation_pairs[:curve_sentences]
+        curve = ValidationBleuCurve(
+            budget, KerasIoTranslator(
+                transformer, eng_tokenizer, spa_tokenizer, vocabulary_seconds=None,
+                train_seconds=None, epochs=None, steps=None, steps_per_epoch=None,
+                epoch_seconds=None, history=None),
+            [p[0] for p in pairs], [p[1] for p in pairs])
+        callbacks.append(curve)
     history = transformer.fit(
-        train_ds, epochs=MANY_EPOCHS, validation_data=val_ds, callbacks=[budget], verbose=verbose
+        train_ds, epochs=MANY_EPOCHS, validation_data=val_ds, callbacks=callbacks, verbose=verbose
     )
     train_seconds = budget.elapsed()
 
@@ -410,6 +451,7 @@ def train(train_pairs, validation_pairs, budget_seconds, seed=0, verbose=1):
         steps_per_epoch=steps_per_epoch,
         epoch_seconds=[b - a for a, b in zip(ends, ends[1:])],
         history={k: [float(v) for v in vs] for k, vs in history.history.items()},
+        curve=curve.curve if len(callbacks) > 1 else [],
     )
 
 

@@ -17,7 +17,13 @@ Give it a TSV file of sentence pairs, such as the Tatoeba/Anki `spa.txt`
 4. translates the same test sentences with each and scores them with
    sacreBLEU: BLEU and chrF, cased (the references as they are) and
    lowercased (the keras.io example lowercases its output); the signatures
-   are printed.
+   are printed;
+5. draws the time-to-BLEU curve, `<workdir>/time_to_bleu.png`: each
+   system's validation BLEU at each epoch end against its training minutes
+   so far (greedy translations of the same first validation sentences,
+   `--curve-sentences`; the recipe's own validation BLEU, cased, and the
+   keras.io example's, lowercased as its output; neither system's
+   validation decoding counts as training time).
 
 Each system trains in its own process, one after the other, so neither
 slows the other; or, with --side-by-side, both at once, each pinned to its
@@ -70,6 +76,10 @@ def parse_args(argv=None):
     parser.add_argument("--side-by-side", action="store_true",
                         help="train the systems at the same time, each pinned to its own "
                         "half of the CPUs (fair to both; halves the time the benchmark takes)")
+    parser.add_argument("--curve-sentences", type=int, default=1000,
+                        help="validation sentences translated at each epoch end for the "
+                        "time-to-BLEU curve (default: 1000, the own_corpus preset's "
+                        "--validation-bleu-sentences)")
     parser.add_argument("--json", help="write the results here as JSON")
     parser.add_argument("--only", choices=SYSTEMS, help=argparse.SUPPRESS)  # a child process
     return parser.parse_args(argv)
@@ -99,6 +109,7 @@ def run_keras_attention(args, workdir):
                "--train-files", args.tsv, "--tsv-columns", *map(str, args.tsv_columns),
                "--split-seed", str(args.split_seed), "--time-budget", str(args.budget_minutes),
                "--workdir", workdir, "--attention-plots", "0",
+               "--validation-bleu-sentences", str(args.curve_sentences),
                *(["--holdout", *map(str, holdout)] if holdout else []),
                *(["--max-eval-sentences", str(args.max_test_sentences)]
                  if args.max_test_sentences else []),
@@ -119,6 +130,7 @@ def run_keras_attention(args, workdir):
         "steps": metrics["steps"],
         "stopped_by": metrics.get("stopped_by"),
         "validation_bleu": metrics.get("validation_bleu"),
+        "curve": _recipe_curve(workdir),
         "precision": metrics["precision"],
         "settings": {k: config[k] for k in (
             "tokenizer", "vocabulary_size", "model_preset", "num_layers", "d_model",
@@ -127,6 +139,44 @@ def run_keras_attention(args, workdir):
             "average_checkpoints")},
         "decoding": f"beam {config['beam_size']}, length penalty {config['length_penalty']}",
     }
+
+
+def _recipe_curve(workdir):
+    """The recipe's validation BLEU per epoch with its training seconds (the
+    best-checkpoints callback's scores.json)."""
+    path = os.path.join(workdir, "checkpoints", "best", "scores.json")
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [{"epoch": e["epoch"], "steps": e["step"], "train_seconds": e["train_seconds"],
+                 "bleu": round(e["bleu"], 2)} for e in json.load(f) if "train_seconds" in e]
+
+
+def plot_time_to_bleu(curves, path, title=""):
+    """Validation BLEU against training minutes, one line per system
+    (`curves`: `{name: [{"train_seconds", "bleu"}, ...]}`); writes a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = {"keras_attention": "keras_attention recipe (cased BLEU)",
+              "kerasio": "keras.io KerasHub example (lowercased BLEU)"}
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
+    for name, curve in curves.items():
+        if curve:
+            ax.plot([0.0] + [p["train_seconds"] / 60 for p in curve],
+                    [0.0] + [p["bleu"] for p in curve], marker="o", markersize=3,
+                    label=labels.get(name, name))
+    ax.set_xlabel("training minutes (validation decoding not counted)")
+    ax.set_ylabel("validation BLEU (greedy)")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
 
 
 def run_kerasio(args, corpus):
@@ -138,7 +188,8 @@ def run_kerasio(args, corpus):
     train = list(zip(corpus.texts["train"].sources, corpus.texts["train"].targets))
     validation = list(zip(corpus.texts["validation"].sources, corpus.texts["validation"].targets))
     start = time.perf_counter()
-    translator = kerasio_translation.train(train, validation, args.budget_minutes * 60, seed=0)
+    translator = kerasio_translation.train(train, validation, args.budget_minutes * 60, seed=0,
+                                           curve_sentences=args.curve_sentences)
     sources, _ = test_pairs(corpus, args.max_test_sentences)
     decode_start = time.perf_counter()
     hypotheses = translator.translate(sources)
@@ -152,6 +203,7 @@ def run_kerasio(args, corpus):
         "epochs": round(translator.epochs, 2),
         "precision": "float32",
         "decoding": "greedy (as published)",
+        "curve": translator.curve,
     }
 
 
@@ -254,6 +306,13 @@ def main(argv=None):
         report["ratio_bleu_lowercased"] = round(la / lb, 2) if lb else None
         print(f"BLEU ratio keras_attention / kerasio: {report['ratio_bleu']} cased, "
               f"{report['ratio_bleu_lowercased']} lowercased")
+    curves = {system: result.get("curve") or [] for system, result in results.items()}
+    if any(curves.values()):
+        report["time_to_bleu_png"] = plot_time_to_bleu(
+            curves, os.path.join(args.workdir, "time_to_bleu.png"),
+            f"{report['corpus']}, {sizes.get('train', '?')} training pairs; "
+            f"{describe(report['machine'])}")
+        print(f"time-to-BLEU curve: {report['time_to_bleu_png']}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, ensure_ascii=False, indent=2)

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.slow  # each runs a benchmark script (tiny sizes)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-SCRIPTS = ("corpus_scale", "ctranslate2", "decoding", "kerasio_translation",
+SCRIPTS = ("corpus_scale", "ctranslate2", "decoding", "gpu", "kerasio_translation",
            "profile_train_step", "quantization", "quality", "serving", "train_step")
 
 
@@ -47,15 +47,79 @@ def test_train_step_benchmark_runs(tmp_path, capsys):
     data = json.loads(out.read_text())
     assert data["parameters"]["keras_attention"] == data["parameters"]["keras_hub"]  # same size
     assert {r["model"] for r in data["rows"]} == {
-        "keras_attention", "keras_hub", "keras_attention/keras_loss", "keras_hub/our_loss"}
-    # The two losses are one number: a model trained with either reports the same loss.
+        "keras_attention", "keras_hub", "keras_attention/keras_loss", "keras_hub/our_loss",
+        "keras_attention/recipe"}
+    # The two losses are one number: a model trained with either reports the
+    # same loss, and so does the recipe's loop (same weights, same batch).
     loss = {r["model"]: r["loss"] for r in data["rows"]}
     assert loss["keras_attention"] == pytest.approx(loss["keras_attention/keras_loss"], rel=1e-4)
+    assert loss["keras_attention"] == pytest.approx(loss["keras_attention/recipe"], rel=1e-4)
     assert loss["keras_hub"] == pytest.approx(loss["keras_hub/our_loss"], rel=1e-4)
     assert data["ratio_best_keras_attention_to_best_keras_hub"] > 0
-    assert len(data["ratios"]) == 3 and all(r > 0 for r in data["ratios"].values())
+    assert data["ratio_recipe_to_best_keras_hub"] > 0
+    assert len(data["ratios"]) == 4 and all(r > 0 for r in data["ratios"].values())
     assert "each library's training step: best keras_attention" in stdout
     assert data["machine"]["cpus"] >= 1 and "CPUs" in data["machine_description"]
+
+
+def test_gpu_benchmark_runs_on_jax(tmp_path):
+    """The GPU benchmark's every comparison runs (here on JAX's CPU, tiny
+    sizes, `--allow-cpu`), its cached search gives the full pass's tokens,
+    and without `--allow-cpu` a machine without a GPU is told so. A fresh
+    process: the script runs on JAX, the suite's tier on TensorFlow."""
+    out = tmp_path / "gpu.json"
+    script = os.path.join(ROOT, "benchmarks", "gpu.py")
+    result = subprocess.run(
+        [sys.executable, script, "--allow-cpu", "--batch-size", "2", "--length", "8",
+         "--decode-batch-size", "2", "--repeats", "1", "--policies", "float32",
+         "--layers", "1", "--json", str(out)],
+        capture_output=True, text=True, timeout=600, check=False, cwd=ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert "tensorflow" not in data
+    comparisons = {}
+    for row in data["rows"]:
+        comparisons.setdefault(row["comparison"], set()).add(row["system"])
+        assert row["seconds"] > 0 and row["speed_vs_reference"] > 0
+    assert {"keras_attention.scaled_dot_product_attention",
+            "keras.ops.dot_product_attention"} <= comparisons[
+                "attention core, forward + backward"]
+    assert comparisons["MultiHeadAttention, forward + backward"] == {
+        "keras_attention.layers.MultiHeadAttention", "keras.layers.MultiHeadAttention"}
+    assert "keras_hub.layers.TransformerDecoder" in comparisons[
+        "decoder block, forward + backward"]
+    training = [r for r in data["rows"] if r["comparison"].startswith("training step")]
+    assert len(training) == 2 and all(r["tokens_per_second"] > 0 for r in training)
+    parameters = training[0]["notes"]["parameters"]
+    assert len(set(parameters.values())) == 1  # the same size
+    decoding = [r for r in data["rows"] if r["comparison"] == "decoding"]
+    assert decoding[0]["notes"]["cached_equals_full_tokens"] is True
+    if data["machine"]["platform"] == "cpu":
+        refused = subprocess.run([sys.executable, script], capture_output=True, text=True,
+                                 timeout=300, check=False, cwd=ROOT)
+        assert refused.returncode == 2 and "JAX sees no GPU" in refused.stderr
+
+
+def test_time_to_bleu_plot(tmp_path):
+    """quality.py's curve: both systems' validation BLEU against training
+    minutes, drawn as a PNG."""
+    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+    try:
+        import quality
+    finally:
+        sys.path.pop(0)
+    curves = {"keras_attention": [{"train_seconds": 60, "bleu": 10.0},
+                                  {"train_seconds": 120, "bleu": 20.5}],
+              "kerasio": [{"train_seconds": 90, "bleu": 5.0}]}
+    path = quality.plot_time_to_bleu(curves, str(tmp_path / "curve.png"), "test")
+    with open(path, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    best = tmp_path / "run" / "checkpoints" / "best"
+    best.mkdir(parents=True)
+    (best / "scores.json").write_text(json.dumps(
+        [{"step": 10, "epoch": 1, "bleu": 12.345, "chrf": 30.0, "train_seconds": 61.0}]))
+    assert quality._recipe_curve(str(tmp_path / "run")) == [
+        {"epoch": 1, "steps": 10, "train_seconds": 61.0, "bleu": 12.35}]
 
 
 def _import_machine():

@@ -54,7 +54,8 @@ def _module():
 def test_train_on_budget_and_translate():
     kio = _module()
     budget = 3
-    translator = kio.train(PAIRS[:36], PAIRS[36:], budget_seconds=budget, seed=0, verbose=0)
+    translator = kio.train(PAIRS[:36], PAIRS[36:], budget_seconds=budget, seed=0, verbose=0,
+                           curve_sentences=4)
 
     # The published vocabulary sizes (15000) are targets: a tiny corpus gives far fewer.
     assert translator.spa_tokenizer.vocabulary_size() < kio.SPA_VOCAB_SIZE
@@ -65,6 +66,14 @@ def test_train_on_budget_and_translate():
     assert translator.epochs > 0 and translator.steps >= 1
     assert budget <= translator.train_seconds <= budget + max(translator.epoch_seconds) + 0.5
     assert set(translator.history) >= {"loss", "accuracy", "val_loss", "val_accuracy"}
+    # The time-to-BLEU curve: one point per epoch, its training seconds
+    # growing, the validation decoding left out of the budget.
+    curve = translator.curve
+    assert len(curve) == len(translator.epoch_seconds) >= 1
+    seconds = [p["train_seconds"] for p in curve]
+    # (the curve rounds to 0.01 s)
+    assert seconds == sorted(seconds) and seconds[-1] <= translator.train_seconds + 0.005
+    assert all(0 <= p["bleu"] <= 100 for p in curve)
 
     sentences = ["I eat fish.", "The Dog Sleeps.", "Where is the cat?", "",
                  " ".join(["we see the sea"] * 15), "Thank you."]  # the 5th is over 40 tokens

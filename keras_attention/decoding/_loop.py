@@ -8,6 +8,7 @@ Shape legend: B batch, K beams, S source length, L maximum decoded length,
 V vocabulary size, D model depth.
 """
 
+import keras
 import numpy as np
 from keras import ops
 
@@ -37,13 +38,16 @@ def check_search_args(model, max_length, start_id, end_id, beam_size, length_pen
                          f"generates; received end_id={end_id!r}.")
 
 
-def encode_source(model, encoder_tokens, beam_size=1):
-    """Encodes once and repeats each sentence `beam_size` times (b*K + k)."""
-    encoder_outputs, encoder_mask = model.encode(encoder_tokens)  # [B, S, D], [B, S]
-    if beam_size > 1:
-        encoder_outputs = ops.repeat(encoder_outputs, beam_size, axis=0)  # [B*K, S, D]
-        encoder_mask = ops.repeat(encoder_mask, beam_size, axis=0)  # [B*K, S]
-    return encoder_outputs, encoder_mask
+def encode_source(model, encoder_tokens):
+    """Encodes once: `(encoder_outputs [B, S, D], padding [B, S])`. A beam
+    search repeats them per beam only after the cross-attention keys and
+    values are projected (`run_search`)."""
+    return model.encode(encoder_tokens)  # [B, S, D], [B, S]
+
+
+def _repeat_rows(x, times):
+    """Each row `times` times in a row (b*K + k): `[B, ...]` -> `[B*K, ...]`."""
+    return ops.repeat(x, times, axis=0)
 
 
 def _concrete_bool(x):
@@ -55,13 +59,15 @@ def _concrete_bool(x):
 
 
 def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
-               keep_going, reorder_cache=None, use_cache=True):
+               keep_going, reorder_cache=None, use_cache=True, beam_size=1):
     """Runs `update` for each step until `keep_going` is False.
 
     Args:
+        encoder_outputs, encoder_mask: `encode_source`'s `[B, S, D]` and
+            `[B, S]`, one row per sentence.
         state: a tuple of tensors; `state[0]` is the int `[B*K, L + 1]`
             buffer of decoded tokens (the start token in column 0) in the
-            beam order of the model's batch.
+            beam order of the model's batch (K = `beam_size`, row b*K + k).
         last_tokens: `fn(state, i) -> [B*K, 1]` tokens at position i.
         update: `fn(state, i, logits [B*K, V]) -> (state, beam_order)` where
             `beam_order` (`[B*K]` int or None) says which rows of the cache
@@ -70,13 +76,17 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
         reorder_cache: `fn(cache, beam_order) -> cache`.
         use_cache: decode over the KV cache (fast) or recompute the whole
             prefix at every step (the reference).
+        beam_size: K. Over the cache, the cross-attention keys and values
+            are projected once per sentence and the first step (the start
+            token, the same in every beam) runs on B rows; its logits and
+            caches are then repeated for the K beams.
 
     Returns:
         The final state.
     """
     if use_cache:
         lengths = cache_lengths(max_length)
-        cache = model.initialize_cache(encoder_outputs, lengths[0])
+        cache = model.initialize_cache(encoder_outputs, lengths[0])  # B rows
 
         def body(i, state, cache):
             logits, cache = model.decode_step(last_tokens(state, i), i, cache, encoder_mask)
@@ -86,6 +96,17 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
             return i + 1, state, cache
 
         i = ops.convert_to_tensor(0, "int32")
+        if beam_size > 1:
+            batch_size = ops.shape(encoder_outputs)[0]
+            first = ops.take(last_tokens(state, 0), ops.arange(batch_size) * beam_size,
+                             axis=0)  # [B, 1]: the start tokens
+            logits, cache = model.decode_step(first, i, cache, encoder_mask)  # [B, V]
+            cache = keras.tree.map_structure(lambda c: _repeat_rows(c, beam_size),
+                                             cache)  # every cache tensor: [B*K, ...]
+            encoder_mask = _repeat_rows(encoder_mask, beam_size)  # [B*K, S]
+            # The K rows of a sentence hold the same cache: no reordering.
+            state, _ = update(state, i, _without_padding(_repeat_rows(logits, beam_size)))
+            i = i + 1
         for n, length in enumerate(lengths):
             if n:  # a longer cache for the next positions (a no-op loop once done)
                 cache = _grow_self_attention_caches(cache, length)
@@ -96,6 +117,9 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
             i, state, cache = ops.while_loop(cond, body, (i, state, cache))
         return state
 
+    if beam_size > 1:
+        encoder_outputs = _repeat_rows(encoder_outputs, beam_size)  # [B*K, S, D]
+        encoder_mask = _repeat_rows(encoder_mask, beam_size)  # [B*K, S]
     for i in range(max_length):  # the prefix grows: one more position each step
         if _concrete_bool(keep_going(state, i)) is False:
             break

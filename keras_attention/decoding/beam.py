@@ -99,9 +99,9 @@ def beam_search(
             raise ValueError(f"`num_return_sequences`={num_return_sequences} must be at most "
                              f"`beam_size`={beam_size}: the search keeps {beam_size} hypotheses.")
     k = beam_size
-    encoder_outputs, encoder_mask = encode_source(model, encoder_tokens, k)
-    rows = ops.shape(encoder_outputs)[0]  # B*K
-    batch_size = rows // k
+    encoder_outputs, encoder_mask = encode_source(model, encoder_tokens)  # [B, S, D], [B, S]
+    batch_size = ops.shape(encoder_outputs)[0]
+    rows = batch_size * k  # B*K
     length = max_length + 1  # with the start token
     vocabulary = model.decoder_vocabulary_size
     sequences = ops.concatenate(
@@ -191,7 +191,7 @@ def beam_search(
 
     sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, _ = run_search(
         model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
-        keep_going, reorder_cache=reorder_cache, use_cache=use_cache,
+        keep_going, reorder_cache=reorder_cache, use_cache=use_cache, beam_size=k,
     )
     if num_return_sequences is not None:
         return _n_best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags,

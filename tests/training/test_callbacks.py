@@ -79,6 +79,12 @@ def test_best_checkpoints_keeps_the_best_and_stops_early(tmp_path):
     # A resumed run reads the scores and keeps counting.
     again = BestCheckpoints(score_fn, str(tmp_path / "best"), lambda: 7, keep=2, patience=3)
     assert again.history == saved and again._epochs_since_improvement() == 3
+    # The time-to-BLEU curve: the training seconds so far at each score, the
+    # sum of the epochs' `seconds` (our trainer's logs; model.fit has none).
+    assert [e["train_seconds"] for e in saved] == [0.0] * 5
+    again.set_model(model)
+    again.on_epoch_end(5, {"seconds": 1.5})
+    assert again.history[-1]["train_seconds"] == 1.5 and again.history[-1]["step"] == 7
 
 
 def test_best_checkpoints_errors(tmp_path):
