@@ -17,6 +17,12 @@ def _fail(name, requirement, value):
     raise ValueError(f"`{name}` must be {requirement}; received {name}={value!r}.")
 
 
+def check_bool(name, value):
+    """A TypeError unless `value` is True or False (not merely truthy)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"`{name}` must be True or False; received {value!r}.")
+
+
 def check_positive_int(name, value, allow_none=False):
     if value is None and allow_none:
         return

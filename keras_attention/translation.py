@@ -30,7 +30,7 @@ from keras_attention._io import (
     recover_leftovers,
     save_weights_atomic,
 )
-from keras_attention._validation import check_positive_int
+from keras_attention._validation import check_bool, check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import (
     END_ID,
@@ -342,8 +342,7 @@ class Translator:
                  max_output_length=DEFAULTS.max_output_length, metadata=None, jit_compile=True,
                  early_stopping=DEFAULTS.early_stopping):
         settings = DecodingSettings(beam_size, length_penalty, max_output_length, early_stopping)
-        if not isinstance(jit_compile, bool):
-            raise TypeError(f"`jit_compile` must be True or False; received {jit_compile!r}.")
+        check_bool("jit_compile", jit_compile)
         for name, tokenizer, size in (
                 ("source_tokenizer", source_tokenizer, model.encoder_vocabulary_size),
                 ("target_tokenizer", target_tokenizer, model.decoder_vocabulary_size)):

@@ -4,6 +4,7 @@ matmul carries its bias."""
 import keras
 from keras import ops
 
+from keras_attention._validation import check_bool
 from keras_attention.layers._rows import can_skip_rows, project_kept_rows
 
 
@@ -53,9 +54,7 @@ class OutputProjection(keras.layers.Dense):
 
     def __init__(self, units, skip_masked_rows=False, **kwargs):
         super().__init__(units, **kwargs)
-        if not isinstance(skip_masked_rows, bool):
-            raise TypeError(f"`skip_masked_rows` must be True or False; received "
-                            f"{skip_masked_rows!r}.")
+        check_bool("skip_masked_rows", skip_masked_rows)
         self.skip_masked_rows = skip_masked_rows
 
     def quantize(self, mode=None, type_check=True, config=None):

@@ -8,7 +8,7 @@ import math
 import keras
 from keras import ops
 
-from keras_attention._validation import check_positive_int
+from keras_attention._validation import check_bool, check_positive_int
 from keras_attention.layers._rows import can_skip_rows, project_kept_rows
 
 _POSITION_KINDS = ("sinusoidal", "learned")
@@ -141,9 +141,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         check_positive_int("vocabulary_size", vocabulary_size)
-        if not isinstance(skip_masked_rows, bool):
-            raise TypeError(f"`skip_masked_rows` must be True or False; received "
-                            f"{skip_masked_rows!r}.")
+        check_bool("skip_masked_rows", skip_masked_rows)
         check_positive_int("sequence_length", sequence_length)
         check_positive_int("embedding_dim", embedding_dim)
         if position_encoding not in _POSITION_KINDS:

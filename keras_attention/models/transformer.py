@@ -400,11 +400,10 @@ class Transformer(keras.Model):
         from the same passes as the functional graph. With `project`, the
         logits of any rows of them: the recipe's trainer projects only the
         rows of real target tokens (no logits for padding, under XLA too)."""
-        layers = self._passes_layers()
-        encoder_tokens = ops.convert_to_tensor(inputs["encoder_tokens"], "int32")
+        x, mask = self.encode(inputs["encoder_tokens"], training=training)  # [B, S, D]
         decoder_tokens = ops.convert_to_tensor(inputs["decoder_tokens"], "int32")
-        x, mask, _ = _encoder_pass(layers, encoder_tokens, training=training)
-        y, *_ = _decoder_pass(layers, decoder_tokens, x, mask, training=training, project=False)
+        y, *_ = _decoder_pass(self._passes_layers(), decoder_tokens, x, mask,
+                              training=training, project=False)
         return y  # [B, T, D]
 
     def project(self, hidden_states, training=False):
