@@ -31,14 +31,28 @@ own half of the CPUs. Vocabulary learning is timed separately and is not
 part of the budget for either system.
 
     python benchmarks/quality.py --tsv spa.txt --budget-minutes 60 --json quality.json
+
+With `--train-pairs`, it measures settings per corpus size instead (the
+small-corpus table of benchmarks/README.md): the same grouped validation and
+test splits for every size, the first N pairs of the shuffled grouped
+training split as the corpus of size N, and one recipe run per size and
+`--setting` (`NAME=FLAGS`: train.py flags over the `own_corpus` defaults;
+`kerasio` in `--systems` adds the keras.io example at each size),
+`--jobs` of them at once, each pinned to its share of the CPUs:
+
+    python benchmarks/quality.py --tsv spa.txt --train-pairs 10000 30000 \\
+        --setting defaults= --setting dropout0.3='--dropout 0.3' \\
+        --budget-minutes 20 --jobs 2 --workdir runs/sizes --json sizes.json
 """
 
 import argparse
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
+import textwrap
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -80,37 +94,106 @@ def parse_args(argv=None):
                         help="validation sentences translated at each epoch end for the "
                         "time-to-BLEU curve (default: 1000, the own_corpus preset's "
                         "--validation-bleu-sentences)")
+    parser.add_argument("--train-pairs", type=int, nargs="+", default=None, metavar="N",
+                        help="the corpus-size table: train on the first N pairs of the "
+                        "training split, for each N, with each --setting")
+    parser.add_argument("--setting", action="append", default=None, metavar="NAME=FLAGS",
+                        help="with --train-pairs: a named recipe setting, train.py flags over "
+                        "the own_corpus defaults (e.g. \'dropout0.3=--dropout 0.3\'; "
+                        "repeatable; default: \'defaults=\', no extra flag)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="with --train-pairs: runs at once, each pinned to its share of "
+                        "the CPUs (default: 1)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a benchmark in --workdir: the same split, and only "
+                        "the runs that have no result yet")
     parser.add_argument("--json", help="write the results here as JSON")
     parser.add_argument("--only", choices=SYSTEMS, help=argparse.SUPPRESS)  # a child process
-    return parser.parse_args(argv)
+    # A child of the corpus-size table: its own files (train, validation, test TSV).
+    parser.add_argument("--files", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1; received {args.jobs}.")
+    if args.train_pairs and any(n < 1 for n in args.train_pairs):
+        parser.error(f"--train-pairs must be positive; received {args.train_pairs}.")
+    args.settings = parse_settings(parser, args.setting or ["defaults="])
+    return args
 
 
-def split_corpus(args):
-    """The corpus with the same grouped split for both systems."""
+def parse_settings(parser, items):
+    """`NAME=FLAGS` items -> {name: flags}, names unique and file-safe."""
+    settings = {}
+    for item in items:
+        name, sep, flags = item.partition("=")
+        if not sep or not name or not all(c.isalnum() or c in "._-" for c in name):
+            parser.error(f"--setting takes NAME=FLAGS with a name of letters, digits, '.', '_' "
+                         f"or '-'; received {item!r}.")
+        if name in settings or name in SYSTEMS:
+            parser.error(f"--setting name {name!r} is given twice or is a system's name.")
+        settings[name] = flags
+    return settings
+
+
+def write_splits(args, data_dir):
+    """Splits `--tsv` once, grouped by source sentence (the same English
+    sentence never lands in two splits), and writes the splits as TSV files
+    that every run reads: `validation.tsv`, `test.tsv` and `train.tsv`, or,
+    with `--train-pairs`, `train-N.tsv` for each N: the first N pairs of the
+    shuffled grouped training split (so the smaller corpora are parts of the
+    larger ones). Returns `(paths, sizes, holdout)`."""
     from keras_attention.data import TextFilesCorpus
     from recipes.translation.config import PRESETS
 
     holdout = tuple(args.holdout) if args.holdout else PRESETS["own_corpus"].holdout
-    return TextFilesCorpus({"train": args.tsv}, "en", "es", tsv_columns=tuple(args.tsv_columns),
-                           holdout=holdout, split_seed=args.split_seed), holdout
+    # Read into memory whatever its size: the split is exact (grouped), as
+    # the recipe's for a file of up to --in-memory-pairs lines.
+    corpus = TextFilesCorpus({"train": args.tsv}, "en", "es", tsv_columns=tuple(args.tsv_columns),
+                             holdout=holdout, split_seed=args.split_seed,
+                             in_memory_pairs=2**62)
+    texts = corpus.texts
+    train = texts["train"]
+    if args.train_pairs and max(args.train_pairs) > len(train):
+        sys.exit(f"--train-pairs {max(args.train_pairs)} exceeds the {len(train):,} training "
+                 f"pairs of {args.tsv} after the split.")
+    os.makedirs(data_dir, exist_ok=True)
+
+    def write(name, sources, targets):
+        path = os.path.join(data_dir, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.writelines(f"{s}\t{t}\n" for s, t in zip(sources, targets))
+        return path
+
+    paths = {split: write(f"{split}.tsv", texts[split].sources, texts[split].targets)
+             for split in ("validation", "test")}
+    sizes = {split: len(texts[split]) for split in ("validation", "test")}
+    paths["train"], sizes["train"] = {}, {}
+    for n in args.train_pairs or [len(train)]:
+        name = f"train-{n}.tsv" if args.train_pairs else "train.tsv"
+        paths["train"][n] = write(name, train.sources[:n], train.targets[:n])
+        sizes["train"][n] = n
+    return paths, sizes, holdout
 
 
-def test_pairs(corpus, limit):
-    text = corpus.texts["test"]
-    return list(text.sources)[:limit], list(text.targets)[:limit]
+def read_pairs(path, limit=None):
+    """The (sources, targets) of a TSV file that `write_splits` wrote."""
+    with open(path, encoding="utf-8") as f:
+        pairs = [line.rstrip("\n").split("\t") for line in f]
+    pairs = pairs[:limit]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
 
 
 def run_keras_attention(args, workdir):
-    """The recipe as a user runs it on own files: `train.py --train-files ...`."""
+    """The recipe as a user runs it on own files: `train.py --train-files ...`
+    (with the benchmark's validation and test files) and the `own_corpus`
+    defaults, plus `--recipe-flags`."""
     import shlex
 
-    holdout = args.holdout or ()
+    train, validation, test = args.files
     command = [sys.executable, os.path.join(ROOT, "recipes", "translation", "train.py"),
-               "--train-files", args.tsv, "--tsv-columns", *map(str, args.tsv_columns),
-               "--split-seed", str(args.split_seed), "--time-budget", str(args.budget_minutes),
-               "--workdir", workdir, "--attention-plots", "0",
+               "--train-files", train, "--validation-files", validation, "--test-files", test,
+               "--time-budget", str(args.budget_minutes),
+               "--workdir", workdir, "--attention-plots", "0", "--no-export",
                "--validation-bleu-sentences", str(args.curve_sentences),
-               *(["--holdout", *map(str, holdout)] if holdout else []),
                *(["--max-eval-sentences", str(args.max_test_sentences)]
                  if args.max_test_sentences else []),
                *shlex.split(args.recipe_flags)]
@@ -132,11 +215,12 @@ def run_keras_attention(args, workdir):
         "validation_bleu": metrics.get("validation_bleu"),
         "curve": _recipe_curve(workdir),
         "precision": metrics["precision"],
+        "recipe_flags": args.recipe_flags,
         "settings": {k: config[k] for k in (
-            "tokenizer", "vocabulary_size", "model_preset", "num_layers", "d_model",
-            "intermediate_dim", "num_heads", "dropout", "norm_first", "batch_tokens",
-            "warmup_steps", "learning_rate_scale", "label_smoothing", "beam_size",
-            "average_checkpoints")},
+            "tokenizer", "vocabulary_size", "shared_vocabulary", "model_preset", "num_layers",
+            "d_model", "intermediate_dim", "num_heads", "dropout", "norm_first",
+            "batch_tokens", "warmup_steps", "learning_rate_scale", "label_smoothing",
+            "beam_size", "average_checkpoints", "select_checkpoints") if k in config},
         "decoding": f"beam {config['beam_size']}, length penalty {config['length_penalty']}",
     }
 
@@ -170,7 +254,7 @@ def plot_time_to_bleu(curves, path, title=""):
                     label=labels.get(name, name))
     ax.set_xlabel("training minutes (validation decoding not counted)")
     ax.set_ylabel("validation BLEU (greedy)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title("\n".join(textwrap.wrap(title, 90)), fontsize=9)  # a long title: two lines
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     fig.tight_layout()
@@ -179,18 +263,19 @@ def plot_time_to_bleu(curves, path, title=""):
     return path
 
 
-def run_kerasio(args, corpus):
+def run_kerasio(args):
     import keras
 
     import kerasio_translation  # benchmarks/, the script's folder
 
     keras.config.set_dtype_policy("float32")  # as published
-    train = list(zip(corpus.texts["train"].sources, corpus.texts["train"].targets))
-    validation = list(zip(corpus.texts["validation"].sources, corpus.texts["validation"].targets))
+    train_file, validation_file, test_file = args.files
+    train = list(zip(*read_pairs(train_file)))
+    validation = list(zip(*read_pairs(validation_file)))
     start = time.perf_counter()
     translator = kerasio_translation.train(train, validation, args.budget_minutes * 60, seed=0,
                                            curve_sentences=args.curve_sentences)
-    sources, _ = test_pairs(corpus, args.max_test_sentences)
+    sources, _ = read_pairs(test_file, args.max_test_sentences)
     decode_start = time.perf_counter()
     hypotheses = translator.translate(sources)
     return {
@@ -224,99 +309,174 @@ def score(hypotheses, references):
 
 
 def child(args):
-    corpus, _ = split_corpus(args)
-    workdir = os.path.join(args.workdir, args.only)
-    if args.only == "keras_attention":
-        result = run_keras_attention(args, workdir)
-    else:
-        result = run_kerasio(args, corpus)
+    """One run (a system, or a setting of the recipe) in its own process and
+    job directory: writes `result.json` there."""
     os.makedirs(args.workdir, exist_ok=True)
-    with open(os.path.join(args.workdir, f"{args.only}.result.json"), "w", encoding="utf-8") as f:
+    if args.only == "keras_attention":
+        result = run_keras_attention(args, os.path.join(args.workdir, "run"))
+    else:
+        result = run_kerasio(args)
+    with open(os.path.join(args.workdir, "result.json"), "w", encoding="utf-8") as f:
         json.dump(result, f, ensure_ascii=False, indent=1)
+
+
+def make_jobs(args, paths):
+    """Every run of the benchmark: `(size, name, system, flags, job directory)`.
+    Without `--train-pairs`: one per system (the recipe with
+    `--recipe-flags`). With it: per size, the recipe with each `--setting`
+    (after `--recipe-flags`) and the keras.io example when it is in
+    `--systems`."""
+    jobs = []
+    for n in paths["train"]:
+        base = os.path.join(args.workdir, f"size-{n}") if args.train_pairs else args.workdir
+        for system in args.systems:
+            if system == "keras_attention" and args.train_pairs:
+                jobs += [(n, name, system, f"{args.recipe_flags} {flags}".strip(),
+                          os.path.join(base, name)) for name, flags in args.settings.items()]
+            else:
+                jobs.append((n, system, system, args.recipe_flags, os.path.join(base, system)))
+    return jobs
+
+
+def run_jobs(args, jobs, paths):
+    """Runs the jobs, `--jobs` at a time (each pinned to its share of the
+    CPUs when more than one runs at once, or with --side-by-side), one
+    `quality.py --only` child process per job, logging to `<job dir>.log`."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    parallel = len(jobs) if args.side_by_side else args.jobs
+    parallel = min(parallel, len(jobs))
+    if parallel > 1 and len(cpus) < parallel:
+        sys.exit(f"{parallel} runs at once need a CPU each; this process may use {len(cpus)}.")
+    share = len(cpus) // parallel if parallel > 1 else 0
+    free = list(range(parallel))  # CPU slots
+    running, pending = {}, list(jobs)
+    while pending or running:
+        while pending and free:
+            n, name, system, flags, job_dir = pending.pop(0)
+            slot = free.pop(0)
+            command = [sys.executable, os.path.abspath(__file__), "--tsv", args.tsv,
+                       "--budget-minutes", str(args.budget_minutes),
+                       "--curve-sentences", str(args.curve_sentences),
+                       "--only", system, "--workdir", job_dir,
+                       "--files", paths["train"][n], paths["validation"], paths["test"],
+                       "--recipe-flags", flags,
+                       *(["--max-test-sentences", str(args.max_test_sentences)]
+                         if args.max_test_sentences else [])]
+            pinned = set(cpus[slot * share:(slot + 1) * share]) if share else None
+            where = f" on CPUs {sorted(pinned)}" if pinned else ""
+            print(f"=== {name}, {n:,} training pairs: {args.budget_minutes:g} min of "
+                  f"training{where} (log: {job_dir}.log) ===", flush=True)
+            os.makedirs(os.path.dirname(job_dir) or ".", exist_ok=True)
+            log = open(f"{job_dir}.log", "w", encoding="utf-8")
+            running[subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=(lambda pinned=pinned: os.sched_setaffinity(0, pinned))
+                if pinned else None)] = (slot, name, job_dir, log)
+        finished = [p for p in running if p.poll() is not None]
+        if not finished:
+            time.sleep(1)
+            continue
+        process, returncode = finished[0], finished[0].returncode
+        slot, name, job_dir, log = running.pop(process)
+        log.close()
+        free.append(slot)
+        if returncode != 0:
+            for other in running:
+                other.kill()
+            sys.exit(f"{name} failed; see {job_dir}.log.")
 
 
 def main(argv=None):
     args = parse_args(argv)
     if args.only:
         return child(args)
-    if os.path.exists(os.path.join(args.workdir, "keras_attention", "config.json")):
-        sys.exit(f"{args.workdir} holds an earlier benchmark run; choose another --workdir.")
-    os.makedirs(args.workdir, exist_ok=True)
-    corpus, holdout = split_corpus(args)
-    sources, references = test_pairs(corpus, args.max_test_sentences)
-    sizes = {split: len(text) for split, text in corpus.texts.items()}
-    print(f"Split of {args.tsv} (seed {args.split_seed}, grouped by source sentence): {sizes}")
+    if os.path.exists(args.workdir) and os.listdir(args.workdir) and not args.resume:
+        sys.exit(f"{args.workdir} holds an earlier benchmark run; choose another --workdir, "
+                 "or continue it with --resume.")
+    paths, sizes, holdout = write_splits(args, os.path.join(args.workdir, "data"))
+    sources, references = read_pairs(paths["test"], args.max_test_sentences)
+    print(f"Split of {args.tsv} (seed {args.split_seed}, grouped by source sentence): "
+          f"{sizes['validation']:,} validation, {sizes['test']:,} test, training "
+          f"{', '.join(f'{n:,}' for n in sizes['train'].values())} pairs")
+    jobs = make_jobs(args, paths)
+    done = [job for job in jobs if os.path.isfile(os.path.join(job[-1], "result.json"))]
+    if done:
+        print(f"Already done (--resume): {', '.join(f'{name} ({n:,})' for n, name, *_ in done)}")
+    for job in jobs:  # a run stopped half-way starts again
+        if job not in done and os.path.exists(job[-1]):
+            shutil.rmtree(job[-1])
+    run_jobs(args, [job for job in jobs if job not in done], paths)
     results = {}
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    if args.side_by_side and len(cpus) < len(args.systems):
-        sys.exit(f"--side-by-side needs a CPU per system; this process may use {len(cpus)}.")
-    processes = {}
-    for i, system in enumerate(args.systems):
-        command = [sys.executable, os.path.abspath(__file__), *(argv or sys.argv[1:]),
-                   "--only", system]
-        if args.side_by_side:
-            share = len(cpus) // len(args.systems)
-            pinned = set(cpus[i * share:(i + 1) * share])
-            print(f"=== {system}: {args.budget_minutes:g} min of training on CPUs "
-                  f"{sorted(pinned)} ===", flush=True)
-            log = open(os.path.join(args.workdir, f"{system}.log"), "w", encoding="utf-8")
-            processes[system] = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=lambda pinned=pinned: os.sched_setaffinity(0, pinned))
-        else:
-            print(f"\n=== {system}: {args.budget_minutes:g} min of training ===", flush=True)
-            subprocess.run(command, check=True)
-    for system, process in processes.items():
-        if process.wait() != 0:
-            sys.exit(f"{system} failed; see {os.path.join(args.workdir, system + '.log')}.")
-    for system in args.systems:
-        with open(os.path.join(args.workdir, f"{system}.result.json"), encoding="utf-8") as f:
+    for n, name, system, flags, job_dir in jobs:
+        with open(os.path.join(job_dir, "result.json"), encoding="utf-8") as f:
             result = json.load(f)
         if len(result["hypotheses"]) != len(references):
-            sys.exit(f"{system} translated {len(result['hypotheses'])} sentences; "
+            sys.exit(f"{name} translated {len(result['hypotheses'])} sentences; "
                      f"expected {len(references)}.")
+        result["system"] = system
         result["scores"] = score(result.pop("hypotheses"), references)
-        results[system] = result
+        results.setdefault(n, {})[name] = result
+    machine = cpu_info()
+    parallel = min(len(jobs) if args.side_by_side else args.jobs, len(jobs))
     report = {
         "date": datetime.date.today().isoformat(),
-        "machine": cpu_info(),
+        "machine": machine,
+        "command": "python benchmarks/quality.py " + " ".join(
+            shlex_quote(a) for a in (argv if argv is not None else sys.argv[1:])),
         "corpus": os.path.basename(args.tsv),
-        "split": {"seed": args.split_seed, "holdout": list(holdout), "pairs": sizes,
+        "split": {"seed": args.split_seed, "holdout": list(holdout),
+                  "pairs": {"validation": sizes["validation"], "test": sizes["test"],
+                            "train": list(sizes["train"].values())},
                   "test_sentences_scored": len(references)},
         "budget_minutes": args.budget_minutes,
-        "side_by_side": bool(args.side_by_side),
-        "systems": results,
+        "runs_at_once": parallel,
+        "systems": results if args.train_pairs else results[next(iter(results))],
     }
-    how = ", side by side on half the CPUs each" if args.side_by_side else ", one after the other"
-    print(f"\n{report['date']}, {describe(report['machine'])}; budget "
-          f"{args.budget_minutes:g} min of training per system{how}; {len(references)} test pairs")
-    print("| system | precision | steps | BLEU | chrF | BLEU (lowercased) | chrF (lowercased) |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for system, result in results.items():
-        cased, lower = result["scores"]["cased"], result["scores"]["lowercased"]
-        print(f"| {system} | {result['precision']} | {result['steps']} | {cased['bleu']} | "
-              f"{cased['chrf']} | {lower['bleu']} | {lower['chrf']} |")
-    for system, result in results.items():
-        print(f"{system}: {result['scores']['cased']['bleu_signature']}; "
-              f"{result['scores']['cased']['chrf_signature']}")
-    if len(results) == 2:
-        a, b = (results[s]["scores"]["cased"]["bleu"] for s in SYSTEMS)
-        la, lb = (results[s]["scores"]["lowercased"]["bleu"] for s in SYSTEMS)
+    how = (f", {parallel} at once, each on {max(1, len(os.sched_getaffinity(0)) // parallel)} "
+           f"CPU(s)" if parallel > 1 else ", one after the other")
+    print(f"\n{report['date']}, {describe(machine)}; budget {args.budget_minutes:g} min of "
+          f"training per run{how}; {len(references)} test pairs")
+    print("| training pairs | system or setting | precision | steps | BLEU | chrF | "
+          "BLEU (lowercased) | chrF (lowercased) |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for n, runs in results.items():
+        for name, result in runs.items():
+            cased, lower = result["scores"]["cased"], result["scores"]["lowercased"]
+            print(f"| {n:,} | {name} | {result['precision']} | {result['steps']} | "
+                  f"{cased['bleu']} | {cased['chrf']} | {lower['bleu']} | {lower['chrf']} |")
+    for runs in list(results.values())[:1]:
+        for name, result in runs.items():
+            print(f"{name}: {result['scores']['cased']['bleu_signature']}; "
+                  f"{result['scores']['cased']['chrf_signature']}")
+    if not args.train_pairs and len(report["systems"]) == 2:
+        a, b = (report["systems"][s]["scores"]["cased"]["bleu"] for s in SYSTEMS)
+        la, lb = (report["systems"][s]["scores"]["lowercased"]["bleu"] for s in SYSTEMS)
         report["ratio_bleu"] = round(a / b, 2) if b else None
         report["ratio_bleu_lowercased"] = round(la / lb, 2) if lb else None
         print(f"BLEU ratio keras_attention / kerasio: {report['ratio_bleu']} cased, "
               f"{report['ratio_bleu_lowercased']} lowercased")
-    curves = {system: result.get("curve") or [] for system, result in results.items()}
-    if any(curves.values()):
-        report["time_to_bleu_png"] = plot_time_to_bleu(
-            curves, os.path.join(args.workdir, "time_to_bleu.png"),
-            f"{report['corpus']}, {sizes.get('train', '?')} training pairs; "
-            f"{describe(report['machine'])}")
-        print(f"time-to-BLEU curve: {report['time_to_bleu_png']}")
+    pictures = {}
+    for n, runs in results.items():
+        curves = {name: result.get("curve") or [] for name, result in runs.items()}
+        if any(curves.values()):
+            name = f"time_to_bleu-{n}.png" if args.train_pairs else "time_to_bleu.png"
+            pictures[n] = plot_time_to_bleu(
+                curves, os.path.join(args.workdir, name),
+                f"{report['corpus']}, {n:,} training pairs; {describe(machine)}")
+            print(f"time-to-BLEU curve: {pictures[n]}")
+    if pictures:
+        report["time_to_bleu_png"] = (pictures if args.train_pairs
+                                      else next(iter(pictures.values())))
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, ensure_ascii=False, indent=2)
     return 0
+
+
+def shlex_quote(text):
+    import shlex
+
+    return shlex.quote(text)
 
 
 if __name__ == "__main__":

@@ -87,7 +87,7 @@ _DETAILS = weakref.WeakKeyDictionary()
 
 
 def _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences,
-                     jit_compile=False, early_stopping="never"):
+                     jit_compile=False, early_stopping=DEFAULTS.early_stopping):
     """The search as a tf.function with one trace for every `[B, S]`; with
     `jit_compile`, XLA compiles it (once per concrete shape): one fused
     program per decoding step instead of ~1,700 graph ops run one by one."""
@@ -314,9 +314,9 @@ class Translator:
         max_output_length: most target tokens generated (default: the
             model's `max_length`).
         early_stopping: when beam search stops a sentence (`beam_search`):
-            `"never"` (the exact bound), `True` (once `beam_size` hypotheses
-            have finished: fairseq's, Marian's and CTranslate2's rule, about
-            35 % fewer steps) or `False` (Hugging Face's heuristic).
+            `False` (the default: Hugging Face's heuristic), `"never"` (the
+            exact bound) or `True` (once `beam_size` hypotheses have
+            finished: fairseq's, Marian's and CTranslate2's rule).
         metadata: a dict kept with the translator and written to
             `metadata.json` by `save_to_preset` (the training config, BLEU).
         jit_compile: compile the search with XLA (default True): one fused

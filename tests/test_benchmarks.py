@@ -100,14 +100,28 @@ def test_gpu_benchmark_runs_on_jax(tmp_path):
         assert refused.returncode == 2 and "JAX sees no GPU" in refused.stderr
 
 
-def test_time_to_bleu_plot(tmp_path):
-    """quality.py's curve: both systems' validation BLEU against training
-    minutes, drawn as a PNG."""
+def _import_quality():
+    """benchmarks/quality.py, imported as a module."""
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     try:
         import quality
     finally:
         sys.path.pop(0)
+    return quality
+
+
+def _training_tsv(text_files, path):
+    """The `text_files` fixture's training pairs as one TSV file."""
+    sources = open(text_files["train"][0], encoding="utf-8").read().splitlines()
+    targets = open(text_files["train"][1], encoding="utf-8").read().splitlines()
+    path.write_text("".join(f"{s}\t{t}\n" for s, t in zip(sources, targets)), encoding="utf-8")
+    return path
+
+
+def test_time_to_bleu_plot(tmp_path):
+    """quality.py's curve: both systems' validation BLEU against training
+    minutes, drawn as a PNG."""
+    quality = _import_quality()
     curves = {"keras_attention": [{"train_seconds": 60, "bleu": 10.0},
                                   {"train_seconds": 120, "bleu": 20.5}],
               "kerasio": [{"train_seconds": 90, "bleu": 5.0}]}
@@ -258,3 +272,71 @@ def test_corpus_scale_benchmark_runs(tmp_path, capsys):
     assert len(lines) == 2000 and len(set(lines)) == 500  # the distinct pairs, repeated
     assert (tmp_path / "scale.png").stat().st_size > 10_000
     assert "| 2,000 | this checkout |" in stdout
+
+
+def test_quality_corpus_size_splits_and_runs(tmp_path, text_files):
+    """quality.py --train-pairs: one grouped split for every size (no source
+    sentence of the validation or test split in any training file), the
+    smaller corpora the first pairs of the larger, and one run per size and
+    setting (plus the keras.io example per size when asked)."""
+    quality = _import_quality()
+    from keras_attention.data.text_files import group_key
+
+    tsv = _training_tsv(text_files, tmp_path / "corpus.tsv")
+    args = quality.parse_args(["--tsv", str(tsv), "--train-pairs", "300", "1000", "--holdout",
+                               "100", "100", "--setting", "defaults=", "--setting",
+                               "d0.3=--dropout 0.3", "--recipe-flags", "--steps-per-epoch 50",
+                               "--workdir", str(tmp_path / "out")])
+    paths, sizes, holdout = quality.write_splits(args, str(tmp_path / "out" / "data"))
+    assert holdout == (100.0, 100.0) and sizes["train"] == {300: 300, 1000: 1000}
+    assert 100 <= sizes["validation"] < 130 and 100 <= sizes["test"] < 130  # whole groups
+    small, large = (quality.read_pairs(paths["train"][n]) for n in (300, 1000))
+    assert len(small[0]) == 300 and small[0] == large[0][:300] and small[1] == large[1][:300]
+    held = {group_key(s) for split in ("validation", "test")
+            for s in quality.read_pairs(paths[split])[0]}
+    assert held and not held & {group_key(s) for s in large[0]}
+    jobs = quality.make_jobs(args, paths)
+    assert [(n, name, system, flags) for n, name, system, flags, _ in jobs] == [
+        (300, "defaults", "keras_attention", "--steps-per-epoch 50"),
+        (300, "d0.3", "keras_attention", "--steps-per-epoch 50 --dropout 0.3"),
+        (300, "kerasio", "kerasio", "--steps-per-epoch 50"),
+        (1000, "defaults", "keras_attention", "--steps-per-epoch 50"),
+        (1000, "d0.3", "keras_attention", "--steps-per-epoch 50 --dropout 0.3"),
+        (1000, "kerasio", "kerasio", "--steps-per-epoch 50")]
+    assert len({job[-1] for job in jobs}) == len(jobs)  # a directory each
+    for bad in (["--setting", "no-equals-sign"], ["--setting", "a b=--x"],
+                ["--setting", "x=", "--setting", "x=--y"], ["--setting", "kerasio="],
+                ["--jobs", "0"], ["--train-pairs", "0"]):
+        with pytest.raises(SystemExit):
+            quality.parse_args(["--tsv", str(tsv), *bad])
+
+
+def test_quality_resume_scores_the_finished_runs(tmp_path, text_files, capsys):
+    """quality.py --resume with every run finished runs nothing: it scores
+    each run's test hypotheses against the split's references and writes
+    the table per size and setting, and each size's time-to-BLEU curve."""
+    quality = _import_quality()
+    tsv = _training_tsv(text_files, tmp_path / "corpus.tsv")
+    workdir = tmp_path / "out"
+    argv = ["--tsv", str(tsv), "--train-pairs", "500", "--holdout", "60", "60", "--systems",
+            "keras_attention", "--setting", "a=", "--setting", "b=--dropout 0.3",
+            "--workdir", str(workdir), "--json", str(tmp_path / "report.json")]
+    paths, _, _ = quality.write_splits(quality.parse_args(argv), str(workdir / "data"))
+    _, references = quality.read_pairs(paths["test"])
+    for name, hypotheses in (("a", references), ("b", ["x"] * len(references))):
+        job = workdir / "size-500" / name
+        job.mkdir(parents=True)
+        (job / "result.json").write_text(json.dumps({
+            "hypotheses": hypotheses, "steps": 7, "precision": "float32",
+            "curve": [{"train_seconds": 30.0, "bleu": 1.0}]}))
+    with pytest.raises(SystemExit, match="holds an earlier benchmark run"):
+        quality.main(argv)
+    assert quality.main([*argv, "--resume"]) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    runs = report["systems"]["500"]
+    assert runs["a"]["scores"]["cased"]["bleu"] == 100.0
+    assert runs["b"]["scores"]["cased"]["bleu"] < 1.0
+    assert report["split"]["pairs"]["train"] == [500]
+    assert "| 500 | a | float32 | 7 | 100.0 |" in capsys.readouterr().out
+    with open(report["time_to_bleu_png"]["500"], "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"

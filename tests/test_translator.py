@@ -433,7 +433,7 @@ def test_early_stopping_travels_with_presets_and_exports(small, tmp_path):
     """`early_stopping` is a decoding setting like the beam size: saved in
     translator.json and export.json, fixed in the SavedModel's graph."""
     early = small.with_settings(early_stopping=True, beam_size=3)
-    assert small.early_stopping == "never" and early.early_stopping is True
+    assert small.early_stopping is False and early.early_stopping is True
     expected = translate(small.model, small.source_tokenizer, small.target_tokenizer, SENTENCES,
                          beam_size=3, length_penalty=0.6, verbose=0, jit_compile=early.jit_compile,
                          early_stopping=True)

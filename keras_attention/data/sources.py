@@ -314,6 +314,15 @@ class TextFilesCorpus:
                 (list(text.sources[::every]), list(text.targets[::every])))
         return _evenly_spaced(self.load(split), self.sizes[split], size)
 
+    def sample_text(self, split, size):
+        """`(sources, targets)`: at most `size` pairs of `split` as Python
+        strings, evenly spaced over it (a streamed split's from its scan's
+        sample), without building a `tf.data` pipeline."""
+        _check_split(split, self._splits)
+        text = self._samples[split] if split in self._samples else self.texts[split]
+        every = max(1, math.ceil(len(text) / size))
+        return list(text.sources[::every]), list(text.targets[::every])
+
     @staticmethod
     def _stream(scanned, split, input_context):
         text_files = scanned.text_files

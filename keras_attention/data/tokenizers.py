@@ -415,9 +415,14 @@ def tokenize_with_end(tokenizer, texts, max_length):
 
     TensorFlow ops only, so it runs eagerly, in a `tf.function` and inside
     the exported SavedModel; `.to_tensor()` pads the rows with `[PAD]` (0).
-    An empty or whitespace-only text gives `[END]` alone.
+    An empty or whitespace-only text gives `[END]` alone (SentencePiece
+    would read blanks as its "▁" piece, a tab as `[UNK]`).
     """
+    texts = tf.convert_to_tensor(texts, tf.string)
     ids = tokenizer.tokenize(texts)[:, : max_length - 1]  # [B, None]; bad UTF-8 -> U+FFFD
+    blank = tf.strings.length(tf.strings.strip(texts)) == 0  # [B]
+    lengths = tf.where(blank, tf.zeros_like(ids.row_lengths()), ids.row_lengths())
+    ids = tf.RaggedTensor.from_tensor(ids.to_tensor(), lengths=lengths)  # blank rows: no ids
     return append_token(ids, END_ID)  # [B, None]
 
 

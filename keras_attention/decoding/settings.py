@@ -45,10 +45,11 @@ class DecodingSettings:
             (0: the log-probability).
         max_output_length: most target tokens generated, `[END]` included
             (None: the model's `max_length`).
-        early_stopping: when beam search stops a sentence: `"never"` (the
-            exact bound), `True` (once `beam_size` hypotheses have finished:
-            fairseq's, Marian's and CTranslate2's rule, about 35 % fewer
-            steps) or `False` (Hugging Face's heuristic).
+        early_stopping: when beam search stops a sentence: `False` (the
+            default: Hugging Face's heuristic; on real text the exact
+            bound's BLEU at 1.4x its speed), `"never"` (the exact bound) or
+            `True` (once `beam_size` hypotheses have finished: fairseq's,
+            Marian's and CTranslate2's rule).
 
     Example:
 
@@ -60,7 +61,7 @@ class DecodingSettings:
     beam_size: int = 4
     length_penalty: float = 0.6
     max_output_length: "int | None" = None
-    early_stopping: "str | bool" = "never"
+    early_stopping: "str | bool" = False
 
     def __post_init__(self):
         self.check(self.to_dict())

@@ -15,7 +15,7 @@ from keras_attention.training.losses import (
     masked_cross_entropy,
     token_cross_entropy,
 )
-from keras_attention.training.schedules import TransformerSchedule
+from keras_attention.training.schedules import PlateauFactor, TransformerSchedule
 from keras_attention.training.strategy import (
     PRECISIONS,
     STRATEGIES,
@@ -33,6 +33,7 @@ __all__ = [
     "STRATEGIES",
     "MaskedAccuracy",
     "MaskedCrossEntropy",
+    "PlateauFactor",
     "Trainer",
     "TrainingDivergedError",
     "TransformerSchedule",

@@ -66,7 +66,10 @@ class BestCheckpoints(keras.callbacks.Callback):
     `<directory>/ckpt-<step>.weights.h5`, with every epoch's scores in
     `<directory>/scores.json` (so a resumed run knows them). With `patience`,
     training stops after that many epochs without an improvement of more than
-    `min_delta`.
+    `min_delta`. With `plateau_patience`, the learning rate is multiplied by
+    `plateau_decay` after that many epochs without one (and again after as
+    many more), through `learning_rate_factor` (`PlateauFactor.factor`); each
+    epoch's factor is in `scores.json`, which a resumed run restores it from.
 
     Args:
         score_fn: callable returning a dict of float metrics.
@@ -76,6 +79,12 @@ class BestCheckpoints(keras.callbacks.Callback):
         keep: how many best checkpoints to keep.
         patience: epochs without improvement before stopping (`None`: never).
         min_delta: the improvement that counts.
+        plateau_patience: epochs without improvement before the learning
+            rate is lowered (`None`: never).
+        plateau_decay: what the learning rate is multiplied by then.
+        learning_rate_factor: the variable the optimizer's schedule is
+            multiplied by (`PlateauFactor.factor`); needed with
+            `plateau_patience`.
         verbose: print the scores of each epoch.
         write: save the checkpoints and `scores.json` (False on the other
             workers of a multi-worker run: they score and stop alike, the
@@ -83,10 +92,22 @@ class BestCheckpoints(keras.callbacks.Callback):
     """
 
     def __init__(self, score_fn, directory, step_fn, monitor="bleu", keep=1, patience=None,
-                 min_delta=0.0, verbose=1, write=True):
+                 min_delta=0.0, plateau_patience=None, plateau_decay=0.5,
+                 learning_rate_factor=None, verbose=1, write=True):
         super().__init__()
         check_positive_int("keep", keep)
         check_positive_int("patience", patience, allow_none=True)
+        check_positive_int("plateau_patience", plateau_patience, allow_none=True)
+        if plateau_patience is not None:
+            if not 0 < plateau_decay < 1:
+                raise ValueError(f"`plateau_decay` must be in (0, 1); received "
+                                 f"plateau_decay={plateau_decay!r}.")
+            if learning_rate_factor is None:
+                raise ValueError("`plateau_patience` needs the `learning_rate_factor` variable "
+                                 "the schedule is multiplied by (`PlateauFactor.factor`).")
+        self.plateau_patience = plateau_patience
+        self.plateau_decay = plateau_decay
+        self.learning_rate_factor = learning_rate_factor
         self.score_fn = score_fn
         self.directory = directory
         self.step_fn = step_fn
@@ -98,6 +119,8 @@ class BestCheckpoints(keras.callbacks.Callback):
         self.write = write
         self.history = self._read_scores()  # [{"step": int, "bleu": ..., ...}], oldest first
         self.stopped_early = False
+        if learning_rate_factor is not None and self.history:  # a resumed run
+            learning_rate_factor.assign(self.history[-1].get("lr_factor", 1.0))
 
     # -- state on disk -------------------------------------------------------
 
@@ -142,13 +165,18 @@ class BestCheckpoints(keras.callbacks.Callback):
                              "train_seconds": round(seconds, 2)})
         if logs is not None:
             logs.update({f"val_{name}": value for name, value in scores.items()})
+        improved = scores[self.monitor] > previous_best + self.min_delta
+        decayed = self._decay_on_plateau(improved)
         if self.write:
             self._save(step)
-        improved = scores[self.monitor] > previous_best + self.min_delta
         if self.verbose:
             text = ", ".join(f"{name} {value:.2f}" for name, value in scores.items())
             mark = " (best so far)" if improved else ""
             print(f"Validation at step {step}: {text}{mark}", flush=True)
+            if decayed:
+                print(f"No {self.monitor} improvement in {self.plateau_patience} epochs: "
+                      f"learning rate x{self.plateau_decay:g} (now x"
+                      f"{self.history[-1]['lr_factor']:g} of the schedule).", flush=True)
         if self.patience is not None and not improved:
             since = self._epochs_since_improvement()
             if since >= self.patience:
@@ -157,6 +185,27 @@ class BestCheckpoints(keras.callbacks.Callback):
                 if self.verbose:
                     print(f"No {self.monitor} improvement in {since} epochs "
                           f"(patience {self.patience}): stopping.", flush=True)
+
+    def _decay_on_plateau(self, improved):
+        """Lowers the learning rate after `plateau_patience` epochs without
+        improvement, counted from the best epoch or the last decay, whichever
+        is later; records the factor in the newest entry. True if lowered."""
+        if self.learning_rate_factor is None:
+            return False
+        factor = self.history[-2].get("lr_factor", 1.0) if len(self.history) > 1 else 1.0
+        decayed = False
+        if self.plateau_patience is not None and not improved:
+            since_decay = 0  # epochs since the last decay, or since the first epoch
+            for entry in reversed(self.history[:-1]):
+                if entry.get("lr_factor", 1.0) != factor:
+                    break
+                since_decay += 1
+            if min(self._epochs_since_improvement(), since_decay) >= self.plateau_patience:
+                factor *= self.plateau_decay
+                decayed = True
+        self.history[-1]["lr_factor"] = factor
+        self.learning_rate_factor.assign(factor)
+        return decayed
 
     def _save(self, step):
         """This epoch's weights if they are among the best; older files that

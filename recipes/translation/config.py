@@ -11,6 +11,8 @@ import dataclasses
 import json
 import typing
 
+from recipes.translation.corpus_rule import AUTO, RULE_FIELDS, placeholder
+
 # Listed here so that `--help` does not import TensorFlow (the library's
 # lists need it); tests/recipes check that they agree with the library's.
 MODEL_PRESETS = ("tiny", "tutorial", "base", "big")
@@ -44,12 +46,13 @@ DECODING_FLAGS = {
                        "log P(Y|X) / ((5 + |Y|) / 6)^alpha (0: the log-probability)"),
     "max_output_length": (int, "most target tokens generated, [END] included (default: the "
                           "model's --max-length)"),
-    "early_stopping": (early_stopping_value, "when beam search stops a sentence: never (the "
-                       "exact bound), true (once beam-size hypotheses have finished, as "
-                       "fairseq and CTranslate2) or false (Hugging Face's heuristic)"),
+    "early_stopping": (early_stopping_value, "when beam search stops a sentence: false "
+                       "(Hugging Face's heuristic; the exact bound's BLEU at 1.4x its speed, "
+                       "measured), never (the exact bound) or true (once beam-size hypotheses "
+                       "have finished, as fairseq and CTranslate2)"),
 }
 DECODING_DEFAULTS = {"beam_size": 4, "length_penalty": 0.6, "max_output_length": None,
-                     "early_stopping": "never"}
+                     "early_stopping": False}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -108,6 +111,12 @@ class TranslationConfig:
     intermediate_dim: typing.Optional[int] = _field(None, "feed-forward depth (preset's)")
     dropout: typing.Optional[float] = _field(None, "dropout rate (preset's)")
     norm_first: bool = _field(False, "pre-LN blocks instead of the paper's post-LN")
+    share_embeddings: typing.Optional[bool] = _field(
+        None, "one embedding table for source and target (needs --shared-vocabulary; unset: "
+        "the model preset's)")
+    tie_output_embeddings: typing.Optional[bool] = _field(
+        None, "the output projection is the transposed target embedding (unset: the model "
+        "preset's)")
     # -- training ------------------------------------------------------------
     steps: int = _field(400, "optimizer steps in total")
     steps_per_epoch: int = _field(100, "steps between validation, checkpoints and summaries")
@@ -139,6 +148,11 @@ class TranslationConfig:
                                             "each epoch end for BLEU/chrF (0: off)")
     early_stopping_patience: typing.Optional[int] = _field(
         None, "stop after N epochs without a validation BLEU improvement")
+    plateau_patience: typing.Optional[int] = _field(
+        None, "lower the learning rate (x --plateau-decay) after N epochs without a "
+        "validation BLEU improvement, and again after N more (unset: never)")
+    plateau_decay: float = _field(0.5, "what --plateau-patience multiplies the learning "
+                                  "rate by")
     time_budget: typing.Optional[float] = _field(
         None, "minutes of training; then stop cleanly (checkpoint, evaluation, export)")
     # -- evaluation and outputs ---------------------------------------------
@@ -155,6 +169,10 @@ class TranslationConfig:
     eval_batch_size: int = _field(64, "sentences per decoding batch")
     max_eval_sentences: typing.Optional[int] = _field(None, "score only the first N sentences")
     attention_plots: int = _field(3, "test sentences whose attention is drawn to attention/")
+    # -- written by the run ----------------------------------------------------
+    corpus_rule: typing.Optional[str] = _field(
+        None, "what the corpus rule chose for the fields left 'auto' (recipes/translation/"
+        "corpus_rule.py)", flag=False)
 
     def to_json(self):
         return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
@@ -261,13 +279,15 @@ PRESETS = {
 # chosen by measurement on a real corpus (the Tatoeba English-Spanish pairs;
 # benchmarks/README.md), training for quality: validation BLEU each epoch,
 # early stopping, the best checkpoints averaged.
+# The fields of `corpus_rule.RULE_FIELDS` are "auto": the run sets them from
+# the number of training pairs and the scripts (recipes/translation/corpus_rule.py).
 PRESETS["own_corpus"] = TranslationConfig(
     dataset="text_files", source_lang=None, target_lang=None, holdout=(0.03, 0.03),
-    tokenizer="wordpiece", vocabulary_size=8000, max_length=64, batch_tokens=2048,
+    tokenizer="wordpiece", max_length=64, batch_tokens=2048,
     shuffle_buffer=200_000, model_preset="tutorial", num_layers=3, d_model=256,
-    num_heads=4, intermediate_dim=1024, dropout=0.1, steps=1_000_000, steps_per_epoch=500,
+    num_heads=4, intermediate_dim=1024, steps=1_000_000, steps_per_epoch=500,
     warmup_steps=1000, early_stopping_patience=5, average_checkpoints=3,
-    validation_bleu_sentences=1000,
+    validation_bleu_sentences=1000, **{name: AUTO for name in RULE_FIELDS},
 )
 DEFAULT_PRESET = "bundled"
 OWN_FILES_PRESET = "own_corpus"
@@ -285,9 +305,13 @@ def add_config_flags(parser):
     group = parser.add_argument_group("config fields (override the preset)")
     hints = typing.get_type_hints(TranslationConfig)
     for field in dataclasses.fields(TranslationConfig):
+        if not field.metadata.get("flag", True):
+            continue
         kind = hints[field.name]
         base = typing.get_args(kind)[0] if typing.get_origin(kind) is typing.Union else kind
         own = getattr(PRESETS[OWN_FILES_PRESET], field.name)
+        if own == AUTO:
+            own = f"{AUTO}, by corpus size"
         help_text = f"{field.metadata['help']} (bundled preset: {field.default}" + (
             f"; {OWN_FILES_PRESET}: {own})" if own != field.default else ")")
         kwargs = {"default": argparse.SUPPRESS, "help": help_text, "dest": field.name}
@@ -300,12 +324,23 @@ def add_config_flags(parser):
                 kwargs["type"] = field.metadata["type"]
         else:
             kwargs["type"] = field.metadata.get("type", base)
+            if field.name in RULE_FIELDS:  # `--dropout auto`: the corpus rule decides
+                kwargs["type"] = _or_auto(kwargs["type"])
             if "metavar" in field.metadata:
                 kwargs["metavar"] = field.metadata["metavar"]
             if "choices" in field.metadata:
                 kwargs["choices"] = field.metadata["choices"]
         group.add_argument(_flag(field.name), **kwargs)
     return parser
+
+
+def _or_auto(kind):
+    """argparse `type`: `kind`, or the word auto."""
+    def convert(text):
+        return AUTO if text == AUTO else kind(text)
+
+    convert.__name__ = kind.__name__  # argparse names it in its error message
+    return convert
 
 
 def config_from_args(args):
@@ -333,7 +368,9 @@ def config_from_args(args):
 
 
 def check_config(config):
-    """Raises ValueError naming the first bad field (by its flag)."""
+    """Raises ValueError naming the first bad field (by its flag). Fields the
+    corpus rule fills in later (`"auto"`) are checked at a value it can give."""
+    config = placeholder(config)
     # Imported here: `--help` must not import Keras/TensorFlow (see above).
     from keras_attention._validation import (
         check_non_negative_int,
@@ -345,8 +382,9 @@ def check_config(config):
                 "warmup_steps", "eval_batch_size", "keep_checkpoints",
                 "average_checkpoints", "backup_every_steps", "shuffle_buffer",
                 "vocabulary_sample", "holdout_max_pairs")
-    if config.early_stopping_patience is not None:
-        positive += ("early_stopping_patience",)
+    for name in ("early_stopping_patience", "plateau_patience"):
+        if getattr(config, name) is not None:
+            positive += (name,)
     for name in positive:
         check_positive_int(_flag(name), getattr(config, name))
     if config.time_budget is not None and not (0 < config.time_budget < float("inf")):
@@ -357,9 +395,12 @@ def check_config(config):
                          "use --steps with --strategy multi_worker.")
     check_non_negative_int("--validation-bleu-sentences", config.validation_bleu_sentences)
     check_non_negative_int("--in-memory-pairs", config.in_memory_pairs)
-    if config.early_stopping_patience is not None and not config.validation_bleu_sentences:
-        raise ValueError("--early-stopping-patience needs validation BLEU: "
-                         "--validation-bleu-sentences must be > 0.")
+    for name in ("early_stopping_patience", "plateau_patience"):
+        if getattr(config, name) is not None and not config.validation_bleu_sentences:
+            raise ValueError(f"{_flag(name)} needs validation BLEU: "
+                             "--validation-bleu-sentences must be > 0.")
+    if not 0 < config.plateau_decay < 1:
+        raise ValueError(f"--plateau-decay must be in (0, 1); received {config.plateau_decay!r}.")
     if config.holdout is not None and any(not 0 <= h or h != h for h in config.holdout):
         raise ValueError(f"--holdout sizes must be >= 0; received {list(config.holdout)}.")
     if config.holdout is not None and any(h >= 1 and (h == float("inf") or h != int(h))
@@ -405,6 +446,9 @@ def check_config(config):
             and not config.validation_files and not (config.holdout or (0,))[0]):
         raise ValueError("--early-stopping-patience needs a validation split: give "
                          "--validation-files or a --holdout validation size.")
+    if config.share_embeddings and not config.shared_vocabulary:
+        raise ValueError("--share-embeddings needs one vocabulary for source and target: "
+                         "add --shared-vocabulary.")
     for name in ("train_files", "validation_files", "test_files"):
         files = getattr(config, name)
         if files is not None and len(files) not in (1, 2):

@@ -41,6 +41,7 @@ from keras_attention.evaluation import corpus_bleu, corpus_chrf
 from keras_attention.models import Transformer
 from keras_attention.training import (
     BestCheckpoints,
+    PlateauFactor,
     TimeBudget,
     Trainer,
     TransformerSchedule,
@@ -54,6 +55,7 @@ from keras_attention.training import (
 )
 from keras_attention.translation import Translator
 from keras_attention.visualization import save_attention_heatmaps
+from recipes.translation import corpus_rule
 from recipes.translation.config import check_config, decoding_settings, load_config
 
 
@@ -86,6 +88,28 @@ def make_corpus(config):
                       data_dir=config.data_dir)
 
 
+def _apply_corpus_rule(config, corpus):
+    """`config` with its "auto" fields set by the corpus rule for `corpus`
+    (recipes/translation/corpus_rule.py), which it prints; checked again."""
+    if not any(getattr(config, name) == corpus_rule.AUTO for name in corpus_rule.RULE_FIELDS):
+        return config
+    pairs = pair_count(corpus, "train")
+    if isinstance(corpus, TextFilesCorpus):
+        sources, targets = corpus.sample_text("train", corpus_rule.SCRIPT_SAMPLE)
+    else:  # a TFDS corpus: its size from its metadata, its scripts from its first pairs
+        sources, targets = [], []
+        if pairs is None or pairs < corpus_rule.SMALL_CORPUS_PAIRS:  # the scripts matter
+            sample = list(corpus.load("train").take(corpus_rule.SCRIPT_SAMPLE)
+                          .as_numpy_iterator())
+            sources = [s.decode("utf-8") for s, _ in sample]
+            targets = [t.decode("utf-8") for _, t in sample]
+            pairs = pairs or len(sample)
+    config = corpus_rule.resolve(config, pairs, sources, targets)
+    print(f"Settings: {config.corpus_rule}.", flush=True)
+    check_config(config)
+    return config
+
+
 def _check_workdir_path(workdir):
     """A workdir that is a directory this process may write in, or can be created."""
     existing = os.path.abspath(workdir)
@@ -111,7 +135,7 @@ def _check_model_settings(config):
                          f"tokens {list(RESERVED_TOKENS)}; received {config.vocabulary_size}.")
     try:
         small = len(RESERVED_TOKENS) + 4
-        build_model(config, small, small)
+        build_model(corpus_rule.placeholder(config), small, small)
     except ValueError as e:
         raise ValueError(f"The model settings (--model-preset {config.model_preset} with "
                          f"--num-layers/--d-model/--num-heads/--intermediate-dim/--dropout) "
@@ -153,17 +177,27 @@ def build_model(config, source_vocabulary_size, target_vocabulary_size):
     for name in ("d_model", "num_heads", "intermediate_dim", "dropout"):
         if getattr(config, name) is not None:
             overrides[name] = getattr(config, name)
+    if config.share_embeddings is not None:
+        overrides["share_encoder_decoder_embeddings"] = config.share_embeddings
+    if config.tie_output_embeddings is not None:
+        overrides["tie_output_embeddings"] = config.tie_output_embeddings
     if source_vocabulary_size != target_vocabulary_size:
         overrides["share_encoder_decoder_embeddings"] = False
     return Transformer.from_preset(config.model_preset, **overrides)
 
 
 def build_optimizer(config, d_model, precision):
+    """`(optimizer, learning_rate_factor)`: Adam with the paper's schedule and,
+    with --plateau-patience, the variable the plateau lowers (else None)."""
     schedule = TransformerSchedule(d_model, config.warmup_steps, config.learning_rate_scale)
+    factor = None
+    if config.plateau_patience is not None:  # a factor that the plateau lowers
+        schedule = PlateauFactor(schedule)
+        factor = schedule.factor
     optimizer = keras.optimizers.Adam(schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9)
     if precision == "mixed_float16":
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-    return optimizer
+    return optimizer, factor
 
 
 def _write_json(path, value):
@@ -220,13 +254,16 @@ def _validation_scorer(config, corpus, translator):
     return score_fn
 
 
-def _best_checkpoints_callback(config, workdir, corpus, translator, step_fn, chief, verbose):
+def _best_checkpoints_callback(config, workdir, corpus, translator, step_fn, chief, verbose,
+                               learning_rate_factor):
     keep = config.average_checkpoints if config.select_checkpoints == "best" else 1
     return BestCheckpoints(
         _validation_scorer(config, corpus, translator),
         os.path.join(workdir, "checkpoints", "best"), step_fn, monitor="bleu", keep=keep,
-        patience=config.early_stopping_patience, verbose=verbose,
-        write=chief,  # every worker scores (they agree, and stop alike); the chief writes
+        patience=config.early_stopping_patience, plateau_patience=config.plateau_patience,
+        plateau_decay=config.plateau_decay, learning_rate_factor=learning_rate_factor,
+        # Every worker scores (they agree, and stop alike); the chief writes.
+        verbose=verbose, write=chief,
     )
 
 
@@ -300,6 +337,7 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     check_config(config)
     _check_workdir_path(workdir)
     corpus = make_corpus(config)  # bad files stop the run before it writes anything
+    config = _apply_corpus_rule(config, corpus)
     if config.early_stopping_patience is not None and "validation" not in corpus.splits:
         raise ValueError(f"--early-stopping-patience needs a validation split; the corpus has "
                          f"only {list(corpus.splits)}.")
@@ -358,7 +396,7 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     with strategy.scope():
         model = build_model(config, source_tokenizer.vocabulary_size,
                             target_tokenizer.vocabulary_size)
-        optimizer = build_optimizer(config, model.d_model, precision)
+        optimizer, learning_rate_factor = build_optimizer(config, model.d_model, precision)
     if verbose:
         model.summary()
     # The one object that translates (validation BLEU, the final score, the
@@ -394,7 +432,8 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     best = None
     if config.validation_bleu_sentences and "validation" in corpus.splits:
         best = _best_checkpoints_callback(config, workdir, corpus, translator,
-                                          lambda: trainer.step.numpy(), chief, verbose)
+                                          lambda: trainer.step.numpy(), chief, verbose,
+                                          learning_rate_factor)
         callbacks.append(best)
     trainer = Trainer(
         model, optimizer, strategy, label_smoothing=config.label_smoothing,

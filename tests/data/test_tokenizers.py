@@ -38,14 +38,26 @@ def test_trained_vocabulary(tokenizers):
     assert "book" in source.vocabulary and "libro" not in source.vocabulary
 
 
-@pytest.mark.parametrize("texts", [[""], ["", " \t "], ["", "The red book."]])
-def test_empty_texts_get_end_alone_in_any_batch(tokenizers, texts):
+@pytest.fixture(scope="module")
+def sentencepiece_source():
+    """A SentencePiece tokenizer of the English sentences: it reads blanks as
+    its "▁" piece and a tab as [UNK]."""
+    from keras_attention.data import train_tokenizer
+
+    return train_tokenizer(tf.data.Dataset.from_tensor_slices(ENGLISH), 60,
+                           algorithm="sentencepiece")
+
+
+@pytest.mark.parametrize("texts", [[""], ["", " \t "], ["", "The red book."], [" \t ", "x"]])
+@pytest.mark.parametrize("algorithm", ["wordpiece", "sentencepiece"])
+def test_empty_texts_get_end_alone_in_any_batch(tokenizers, sentencepiece_source, texts,
+                                                algorithm):
     """Empty in, empty out starts here: a text with no tokens is `[END]`
     alone (what translate, the SavedModel and CTranslate2 turn into ""),
     also when every text of the batch is empty (the padded batch then has
     no column before [END]: it once lost the [END], and an all-empty
     request was translated into an invented sentence)."""
-    source, _ = tokenizers
+    source = tokenizers[0] if algorithm == "wordpiece" else sentencepiece_source
     for run in (lambda t: tokenize_with_end(source, t, 16),
                 tf.function(lambda t: tokenize_with_end(source, t, 16))):
         rows = run(tf.constant(texts)).to_list()

@@ -13,7 +13,7 @@ from keras_attention.decoding import DEFAULTS, DecodingSettings, gnmt_length_pen
 def test_defaults_and_types():
     assert DEFAULTS == DecodingSettings()
     assert DEFAULTS.to_dict() == {"beam_size": 4, "length_penalty": 0.6,
-                                  "max_output_length": None, "early_stopping": "never"}
+                                  "max_output_length": None, "early_stopping": False}
     settings = DecodingSettings(np.int64(8), 1, np.int32(20), True)
     assert settings.to_dict() == {"beam_size": 8, "length_penalty": 1.0,
                                   "max_output_length": 20, "early_stopping": True}

@@ -124,6 +124,10 @@ def test_choices_agree_with_the_library():
         ({"time_budget": 5.0, "strategy": "multi_worker"}, "cannot stop several workers"),
         ({"early_stopping_patience": 0}, "--early-stopping-patience must be a positive"),
         ({"early_stopping_patience": 2, "validation_bleu_sentences": 0}, "needs validation BLEU"),
+        ({"plateau_patience": 0}, "--plateau-patience must be a positive"),
+        ({"plateau_patience": 2, "validation_bleu_sentences": 0},
+         "--plateau-patience needs validation BLEU"),
+        ({"plateau_decay": 1.0}, r"--plateau-decay must be in \(0, 1\)"),
         ({"holdout": (-0.1, 0.1)}, "--holdout sizes must be >= 0"),
         ({"holdout": (float("inf"), 0.0)}, r"--holdout sizes are fractions \(below 1\) or whole"),
         ({"holdout": (1.5, 0.0)}, "--holdout sizes are fractions"),
@@ -429,6 +433,28 @@ def test_bad_model_settings_stop_before_anything_is_written(tmp_path, text_files
         train_and_evaluate(tiny_config(text_files, **overrides), str(tmp_path / "run"),
                            verbose=0)
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow
+def test_plateau_lowers_the_runs_learning_rate(tmp_path, text_files):
+    """--plateau-patience 1 on a tiny run: the rate halves at each epoch
+    without a new best validation BLEU, and scores.json records the factor
+    of each epoch."""
+    config = tiny_config(text_files, steps=6, steps_per_epoch=2, plateau_patience=1,
+                         validation_bleu_sentences=4, backup_every_steps=2)
+    train_and_evaluate(config, str(tmp_path / "run"), verbose=0, export=False)
+    scores = json.loads((tmp_path / "run" / "checkpoints" / "best" / "scores.json").read_text())
+    bleu = [e["bleu"] for e in scores]
+    expected, factor, best, since = [], 1.0, -1.0, 0
+    for value in bleu:  # the rule, written out
+        if value > best:
+            best, since = value, 0
+        else:
+            since += 1
+            factor *= 0.5
+        expected.append(factor)
+    assert [e["lr_factor"] for e in scores] == expected
+    assert expected[-1] < 1.0 or bleu == sorted(set(bleu)), bleu
 
 
 @pytest.mark.slow

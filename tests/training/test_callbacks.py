@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.training import BestCheckpoints, TimeBudget
+from keras_attention.training import BestCheckpoints, PlateauFactor, TimeBudget, TransformerSchedule
 
 
 def _model():
@@ -87,11 +87,63 @@ def test_best_checkpoints_keeps_the_best_and_stops_early(tmp_path):
     assert again.history[-1]["train_seconds"] == 1.5 and again.history[-1]["step"] == 7
 
 
+def test_plateau_lowers_the_learning_rate_and_a_resumed_run_keeps_it(tmp_path):
+    """plateau_patience 2: the rate halves after 2 epochs without a new best,
+    and again only after 2 more (counted from the decay); a new best resets
+    the count. The step the optimizer takes uses the lowered rate, and a
+    resumed run starts from the factor it had."""
+    schedule = PlateauFactor(TransformerSchedule(4, warmup_steps=1))
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(keras.optimizers.SGD(schedule), "mse")
+    scores = iter([1.0, 2.0, 1.5, 1.5, 1.5, 1.5, 3.0, 2.0])
+    steps = iter(range(1, 100))
+    best = BestCheckpoints(lambda: {"bleu": next(scores)}, str(tmp_path / "best"),
+                           lambda: next(steps), plateau_patience=2, plateau_decay=0.5,
+                           learning_rate_factor=schedule.factor, verbose=0)
+    moves = []
+
+    class Step(keras.callbacks.Callback):  # the size of each epoch's one SGD step
+        def on_epoch_begin(self, epoch, logs=None):
+            self.before = model.layers[0].kernel.numpy().copy()
+
+        def on_epoch_end(self, epoch, logs=None):
+            moves.append(float(np.abs(model.layers[0].kernel.numpy() - self.before).sum()))
+
+    x, y = _data()
+    model.fit(x, y * 0 + 100.0, batch_size=8, epochs=8, verbose=0, shuffle=False,
+              callbacks=[Step(), best])
+    factors = [e["lr_factor"] for e in best.history]
+    assert factors == [1.0, 1.0, 1.0, 0.5, 0.5, 0.25, 0.25, 0.25]
+    assert float(schedule.factor.numpy()) == 0.25
+    # The rate the optimizer reads is the schedule's times the factor.
+    step = model.optimizer.iterations
+    np.testing.assert_allclose(float(schedule(step)),
+                               0.25 * float(TransformerSchedule(4, warmup_steps=1)(step)))
+    saved = json.loads((tmp_path / "best" / "scores.json").read_text())
+    assert [e["lr_factor"] for e in saved] == factors
+    # Epoch 5 steps at half the rate of epoch 4 (a nearly constant schedule
+    # and gradient: the loss is far from its minimum).
+    assert moves[4] < 0.6 * moves[3]
+    fresh = PlateauFactor(TransformerSchedule(4, warmup_steps=1))
+    BestCheckpoints(dict, str(tmp_path / "best"), int, plateau_patience=2,
+                    learning_rate_factor=fresh.factor)
+    assert float(fresh.factor.numpy()) == 0.25
+    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(fresh))
+    assert float(restored.factor.numpy()) == 0.25 and restored.schedule.d_model == 4
+
+
 def test_best_checkpoints_errors(tmp_path):
     with pytest.raises(ValueError, match="`keep` must be a positive integer"):
         BestCheckpoints(dict, str(tmp_path), int, keep=0)
     with pytest.raises(ValueError, match="`patience`"):
         BestCheckpoints(dict, str(tmp_path), int, patience=0)
+    with pytest.raises(ValueError, match="needs the `learning_rate_factor` variable"):
+        BestCheckpoints(dict, str(tmp_path), int, plateau_patience=2)
+    with pytest.raises(ValueError, match="`plateau_decay` must be in"):
+        BestCheckpoints(dict, str(tmp_path), int, plateau_patience=2, plateau_decay=1.0,
+                        learning_rate_factor=keras.Variable(1.0))
+    with pytest.raises(ValueError, match="`factor` must be in"):
+        PlateauFactor(TransformerSchedule(4), factor=0.0)
     best = BestCheckpoints(lambda: {"chrf": 1.0}, str(tmp_path), lambda: 1)
     best.set_model(_model())
     with pytest.raises(ValueError, match="without the monitored 'bleu'"):
