@@ -88,10 +88,21 @@ def make_corpus(config):
                       data_dir=config.data_dir)
 
 
-def _apply_corpus_rule(config, corpus):
+def _apply_corpus_rule(config, corpus, workdir=None):
     """`config` with its "auto" fields set by the corpus rule for `corpus`
-    (recipes/translation/corpus_rule.py), which it prints; checked again."""
-    if not any(getattr(config, name) == corpus_rule.AUTO for name in corpus_rule.RULE_FIELDS):
+    (recipes/translation/corpus_rule.py), which it prints; checked again. A
+    run being resumed keeps the values it started with (its config.json),
+    also one started before the rule existed."""
+    auto = [name for name in corpus_rule.RULE_FIELDS if getattr(config, name) == corpus_rule.AUTO]
+    if not auto:
+        return config
+    saved = os.path.join(workdir, "config.json") if workdir else None
+    if saved and os.path.isfile(saved):
+        started = load_config(saved)
+        config = dataclasses.replace(config, corpus_rule=started.corpus_rule,
+                                     **{name: getattr(started, name) for name in auto})
+        print(f"Settings: as the run started ({started.corpus_rule or 'before the corpus rule'}).",
+              flush=True)
         return config
     pairs = pair_count(corpus, "train")
     if isinstance(corpus, TextFilesCorpus):
@@ -337,7 +348,7 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     check_config(config)
     _check_workdir_path(workdir)
     corpus = make_corpus(config)  # bad files stop the run before it writes anything
-    config = _apply_corpus_rule(config, corpus)
+    config = _apply_corpus_rule(config, corpus, workdir)
     if config.early_stopping_patience is not None and "validation" not in corpus.splits:
         raise ValueError(f"--early-stopping-patience needs a validation split; the corpus has "
                          f"only {list(corpus.splits)}.")

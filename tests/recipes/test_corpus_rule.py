@@ -110,6 +110,13 @@ def test_a_run_applies_the_rule_before_anything_is_written_and_resumes(text_file
     assert _check_workdir(again, str(tmp_path)) is True
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["corpus_rule"] == resolved.corpus_rule and saved["dropout"] == rule["dropout"]
+    # A run started before the rule existed (concrete values, no corpus_rule
+    # line) resumes with what it started with, not with today's rule.
+    before = dataclasses.replace(resolved, corpus_rule=None, **corpus_rule.LARGE_CORPUS)
+    (tmp_path / "config.json").write_text(before.to_json())
+    resumed = _apply_corpus_rule(config, make_corpus(config), str(tmp_path))
+    assert resumed == before and _check_workdir(resumed, str(tmp_path)) is True
+    assert "Settings: as the run started (before the corpus rule)." in capsys.readouterr().out
 
 
 def test_shared_and_tied_embeddings_are_one_table():
