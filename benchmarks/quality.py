@@ -49,6 +49,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -186,8 +187,6 @@ def run_keras_attention(args, workdir):
     """The recipe as a user runs it on own files: `train.py --train-files ...`
     (with the benchmark's validation and test files) and the `own_corpus`
     defaults, plus `--recipe-flags`."""
-    import shlex
-
     train, validation, test = args.files
     command = [sys.executable, os.path.join(ROOT, "recipes", "translation", "train.py"),
                "--train-files", train, "--validation-files", validation, "--test-files", test,
@@ -338,13 +337,18 @@ def make_jobs(args, paths):
     return jobs
 
 
+def runs_at_once(args, jobs):
+    """How many of `jobs` run at the same time: all with --side-by-side,
+    else `--jobs` (never more than there are)."""
+    return min(len(jobs) if args.side_by_side else args.jobs, len(jobs))
+
+
 def run_jobs(args, jobs, paths):
     """Runs the jobs, `--jobs` at a time (each pinned to its share of the
     CPUs when more than one runs at once, or with --side-by-side), one
     `quality.py --only` child process per job, logging to `<job dir>.log`."""
     cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-    parallel = len(jobs) if args.side_by_side else args.jobs
-    parallel = min(parallel, len(jobs))
+    parallel = runs_at_once(args, jobs)
     if parallel > 1 and len(cpus) < parallel:
         sys.exit(f"{parallel} runs at once need a CPU each; this process may use {len(cpus)}.")
     share = len(cpus) // parallel if parallel > 1 else 0
@@ -417,12 +421,12 @@ def main(argv=None):
         result["scores"] = score(result.pop("hypotheses"), references)
         results.setdefault(n, {})[name] = result
     machine = cpu_info()
-    parallel = min(len(jobs) if args.side_by_side else args.jobs, len(jobs))
+    parallel = runs_at_once(args, jobs)
     report = {
         "date": datetime.date.today().isoformat(),
         "machine": machine,
         "command": "python benchmarks/quality.py " + " ".join(
-            shlex_quote(a) for a in (argv if argv is not None else sys.argv[1:])),
+            shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])),
         "corpus": os.path.basename(args.tsv),
         "split": {"seed": args.split_seed, "holdout": list(holdout),
                   "pairs": {"validation": sizes["validation"], "test": sizes["test"],
@@ -471,12 +475,6 @@ def main(argv=None):
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(report, f, ensure_ascii=False, indent=2)
     return 0
-
-
-def shlex_quote(text):
-    import shlex
-
-    return shlex.quote(text)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The benchmark scripts still run (tiny sizes; the speed itself is measured
 by running them, never by tests)."""
 
+import importlib
 import json
 import os
 import subprocess
@@ -100,14 +101,14 @@ def test_gpu_benchmark_runs_on_jax(tmp_path):
         assert refused.returncode == 2 and "JAX sees no GPU" in refused.stderr
 
 
-def _import_quality():
-    """benchmarks/quality.py, imported as a module."""
+def _import_benchmark(name):
+    """benchmarks/<name>.py, imported as the scripts import each other (their
+    folder on sys.path only while importing)."""
     sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
     try:
-        import quality
+        return importlib.import_module(name)
     finally:
         sys.path.pop(0)
-    return quality
 
 
 def _training_tsv(text_files, path):
@@ -121,7 +122,7 @@ def _training_tsv(text_files, path):
 def test_time_to_bleu_plot(tmp_path):
     """quality.py's curve: both systems' validation BLEU against training
     minutes, drawn as a PNG."""
-    quality = _import_quality()
+    quality = _import_benchmark("quality")
     curves = {"keras_attention": [{"train_seconds": 60, "bleu": 10.0},
                                   {"train_seconds": 120, "bleu": 20.5}],
               "kerasio": [{"train_seconds": 90, "bleu": 5.0}]}
@@ -136,20 +137,10 @@ def test_time_to_bleu_plot(tmp_path):
         {"epoch": 1, "steps": 10, "train_seconds": 61.0, "bleu": 12.35}]
 
 
-def _import_machine():
-    """benchmarks/_machine.py, imported as the scripts import it."""
-    sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
-    try:
-        import _machine
-    finally:
-        sys.path.pop(0)
-    return _machine
-
-
 def test_machine_records_an_avx2_limit(monkeypatch):
     """ONEDNN_MAX_CPU_ISA=AVX2 (an AVX2-only processor measured on a newer
     one) drops the AVX-512 and AMX flags and the bfloat16 policies."""
-    _machine = _import_machine()
+    _machine = _import_benchmark("_machine")
     monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX2")
     info = _machine.cpu_info()
     assert info["onednn_max_cpu_isa"] == "AVX2"
@@ -164,7 +155,7 @@ def test_machine_records_an_avx2_limit(monkeypatch):
 def test_machine_records_the_family_and_model_numbers():
     """A hypervisor may name the processor only "AMD EPYC"; the x86 family and
     model numbers of /proc/cpuinfo's first processor tell its generation."""
-    _machine = _import_machine()
+    _machine = _import_benchmark("_machine")
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             text = f.read()
@@ -279,7 +270,7 @@ def test_quality_corpus_size_splits_and_runs(tmp_path, text_files):
     sentence of the validation or test split in any training file), the
     smaller corpora the first pairs of the larger, and one run per size and
     setting (plus the keras.io example per size when asked)."""
-    quality = _import_quality()
+    quality = _import_benchmark("quality")
     from keras_attention.data.text_files import group_key
 
     tsv = _training_tsv(text_files, tmp_path / "corpus.tsv")
@@ -315,7 +306,7 @@ def test_quality_resume_scores_the_finished_runs(tmp_path, text_files, capsys):
     """quality.py --resume with every run finished runs nothing: it scores
     each run's test hypotheses against the split's references and writes
     the table per size and setting, and each size's time-to-BLEU curve."""
-    quality = _import_quality()
+    quality = _import_benchmark("quality")
     tsv = _training_tsv(text_files, tmp_path / "corpus.tsv")
     workdir = tmp_path / "out"
     argv = ["--tsv", str(tsv), "--train-pairs", "500", "--holdout", "60", "60", "--systems",
