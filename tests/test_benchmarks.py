@@ -77,7 +77,7 @@ def test_gpu_benchmark_runs_on_jax(tmp_path):
         capture_output=True, text=True, timeout=600, check=False, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())
-    assert "tensorflow" not in data
+    assert "tensorflow" not in data and data["complete"] is True
     comparisons = {}
     for row in data["rows"]:
         comparisons.setdefault(row["comparison"], set()).add(row["system"])
@@ -94,7 +94,12 @@ def test_gpu_benchmark_runs_on_jax(tmp_path):
     parameters = training[0]["notes"]["parameters"]
     assert len(set(parameters.values())) == 1  # the same size
     decoding = [r for r in data["rows"] if r["comparison"] == "decoding"]
-    assert decoding[0]["notes"]["cached_equals_full_tokens"] is True
+    notes = decoding[0]["notes"]
+    # Equal tokens, or where an untrained model's float32 logits tie, a tie.
+    assert notes["cached_equals_full_tokens"] or notes["largest_margin_where_they_differ"] < 1e-5
+    assert {r["system"] for r in decoding} == {
+        "greedy, key/value cache", "greedy, whole buffer each step, no cache (reference)",
+        "beam 4, key/value cache"}
     if data["machine"]["platform"] == "cpu":
         refused = subprocess.run([sys.executable, script], capture_output=True, text=True,
                                  timeout=300, check=False, cwd=ROOT)
