@@ -27,6 +27,7 @@ class TransformerBlockBase(keras.layers.Layer):
         num_key_value_heads=None,
         dropout=0.0,
         attention_dropout=None,
+        activation_dropout=0.0,
         activation="relu",
         layer_norm_epsilon=1e-5,
         norm_first=False,
@@ -41,12 +42,14 @@ class TransformerBlockBase(keras.layers.Layer):
         check_positive_int("key_dim", key_dim, allow_none=True)
         check_rate("dropout", dropout)
         check_rate("attention_dropout", attention_dropout, allow_none=True)
+        check_rate("activation_dropout", activation_dropout)
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.key_dim = key_dim
         self.num_key_value_heads = num_key_value_heads
         self.dropout = dropout
         self.attention_dropout = attention_dropout
+        self.activation_dropout = activation_dropout
         self.activation = keras.activations.get(activation)
         self.layer_norm_epsilon = layer_norm_epsilon
         self.norm_first = norm_first
@@ -100,13 +103,16 @@ class TransformerBlockBase(keras.layers.Layer):
         norm.build((None, None, d_model))
         return norm
 
-    def _dropout(self, name, seed_offset):
+    def _dropout(self, name, seed_offset, rate=None):
         return Dropout(
-            self.dropout, seed=self._seed(seed_offset), dtype=self.dtype_policy, name=name
+            self.dropout if rate is None else rate, seed=self._seed(seed_offset),
+            dtype=self.dtype_policy, name=name,
         )
 
     def _build_feedforward(self, d_model):
-        """FFN(x) = max(0, x·W1 + b1)·W2 + b2, with its norm and dropout."""
+        """FFN(x) = Dropout_act(max(0, x·W1 + b1))·W2 + b2, with its norm and
+        dropout (`activation_dropout`: fairseq's and Marian's dropout on the
+        hidden activations; 0, the paper's, by default)."""
         self.feedforward_intermediate_dense = keras.layers.Dense(
             self.intermediate_dim,
             activation=self.activation,
@@ -126,9 +132,20 @@ class TransformerBlockBase(keras.layers.Layer):
         self.feedforward_output_dense.build((None, None, self.intermediate_dim))
         self.feedforward_norm = self._norm("feedforward_norm", d_model)
         self.feedforward_dropout = self._dropout("feedforward_dropout", 100)
+        self.feedforward_activation_dropout = self._dropout(
+            "feedforward_activation_dropout", 200, self.activation_dropout)
 
-    def _feedforward(self, x):
-        return self.feedforward_output_dense(self.feedforward_intermediate_dense(x))  # [B, T, D]
+    def _feedforward_sublayer(self, x, training):
+        """The feed-forward sub-layer around `x` `[B, T, D]`: residual, norm,
+        dropouts."""
+        def feedforward(h):
+            h = self.feedforward_intermediate_dense(h)  # [B, T, F]
+            h = self.feedforward_activation_dropout(h, training=training)
+            return self.feedforward_output_dense(h)  # [B, T, D]
+
+        (x,) = self._sublayer(x, self.feedforward_norm, self.feedforward_dropout, feedforward,
+                              training)
+        return x
 
     def _sublayer(self, x, norm, dropout, fn, training):
         """Post-LN: LN(x + Dropout(f(x))); pre-LN: x + Dropout(f(LN(x))).
@@ -156,6 +173,7 @@ class TransformerBlockBase(keras.layers.Layer):
                 "num_key_value_heads": self.num_key_value_heads,
                 "dropout": self.dropout,
                 "attention_dropout": self.attention_dropout,
+                "activation_dropout": self.activation_dropout,
                 "activation": keras.activations.serialize(self.activation),
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "norm_first": self.norm_first,

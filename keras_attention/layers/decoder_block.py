@@ -34,6 +34,9 @@ class DecoderBlock(TransformerBlockBase):
         dropout: residual dropout (and attention dropout unless
             `attention_dropout` is given).
         attention_dropout: dropout on the attention weights.
+        activation_dropout: dropout on the feed-forward network's hidden
+            activations `[B, T, F]` (fairseq's `--activation-dropout`;
+            default 0, the paper's).
         activation: feed-forward activation (`"relu"` in the paper).
         layer_norm_epsilon: LayerNorm epsilon.
         norm_first: pre-LN if True, post-LN if False.
@@ -185,9 +188,7 @@ class DecoderBlock(TransformerBlockBase):
                              cross_cache, None),
             training,
         )
-        (x,) = self._sublayer(
-            x, self.feedforward_norm, self.feedforward_dropout, self._feedforward, training
-        )
+        x = self._feedforward_sublayer(x, training)
         return x, (self_scores, cross_scores), (
             None if caches is None else (self_cache, cross_cache))
 

@@ -27,6 +27,9 @@ class EncoderBlock(TransformerBlockBase):
         dropout: residual dropout (and attention dropout unless
             `attention_dropout` is given).
         attention_dropout: dropout on the attention weights.
+        activation_dropout: dropout on the feed-forward network's hidden
+            activations `[B, T, F]` (fairseq's `--activation-dropout`;
+            default 0, the paper's).
         activation: feed-forward activation (`"relu"` in the paper).
         layer_norm_epsilon: LayerNorm epsilon.
         norm_first: pre-LN if True, post-LN if False.
@@ -105,9 +108,7 @@ class EncoderBlock(TransformerBlockBase):
         x, scores = self._sublayer(
             inputs, self.self_attention_norm, self.self_attention_dropout, attend, training
         )
-        (x,) = self._sublayer(
-            x, self.feedforward_norm, self.feedforward_dropout, self._feedforward, training
-        )
+        x = self._feedforward_sublayer(x, training)
         return x, scores
 
     def compute_output_shape(self, inputs_shape):

@@ -181,6 +181,10 @@ class Transformer(keras.Model):
         intermediate_dim: depth of the feed-forward networks.
         num_key_value_heads: key/value heads for grouped-query attention.
         dropout: dropout on the embeddings, residuals and attention weights.
+        attention_dropout: dropout on the attention weights instead
+            (`None`: `dropout`).
+        activation_dropout: dropout on the feed-forward networks' hidden
+            activations (fairseq's `--activation-dropout`; default 0).
         norm_first: pre-LN blocks (with a final LayerNorm after each stack)
             if True, the paper's post-LN if False.
         position_encoding: `"sinusoidal"` (the paper) or `"learned"`.
@@ -217,6 +221,8 @@ class Transformer(keras.Model):
         intermediate_dim=2048,
         num_key_value_heads=None,
         dropout=0.1,
+        attention_dropout=None,
+        activation_dropout=0.0,
         norm_first=False,
         position_encoding="sinusoidal",
         max_length=256,
@@ -250,6 +256,8 @@ class Transformer(keras.Model):
             intermediate_dim=intermediate_dim,
             num_key_value_heads=num_key_value_heads,
             dropout=dropout,
+            attention_dropout=attention_dropout,
+            activation_dropout=activation_dropout,
             activation=activation,
             layer_norm_epsilon=layer_norm_epsilon,
             norm_first=norm_first,
@@ -322,6 +330,8 @@ class Transformer(keras.Model):
         self.intermediate_dim = intermediate_dim
         self.num_key_value_heads = num_key_value_heads
         self.dropout = dropout
+        self.attention_dropout = attention_dropout
+        self.activation_dropout = activation_dropout
         self.norm_first = norm_first
         self.position_encoding = position_encoding
         self.max_length = max_length
@@ -470,6 +480,8 @@ class Transformer(keras.Model):
             "intermediate_dim": self.intermediate_dim,
             "num_key_value_heads": self.num_key_value_heads,
             "dropout": self.dropout,
+            "attention_dropout": self.attention_dropout,
+            "activation_dropout": self.activation_dropout,
             "norm_first": self.norm_first,
             "position_encoding": self.position_encoding,
             "max_length": self.max_length,

@@ -110,6 +110,10 @@ class TranslationConfig:
     num_heads: typing.Optional[int] = _field(None, "attention heads (preset's)")
     intermediate_dim: typing.Optional[int] = _field(None, "feed-forward depth (preset's)")
     dropout: typing.Optional[float] = _field(None, "dropout rate (preset's)")
+    attention_dropout: typing.Optional[float] = _field(
+        None, "dropout on the attention weights (unset: --dropout)")
+    activation_dropout: typing.Optional[float] = _field(
+        None, "dropout on the feed-forward hidden activations (unset: the model's, 0)")
     norm_first: bool = _field(False, "pre-LN blocks instead of the paper's post-LN")
     share_embeddings: typing.Optional[bool] = _field(
         None, "one embedding table for source and target (needs --shared-vocabulary; unset: "

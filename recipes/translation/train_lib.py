@@ -149,7 +149,8 @@ def _check_model_settings(config):
         build_model(corpus_rule.placeholder(config), small, small)
     except ValueError as e:
         raise ValueError(f"The model settings (--model-preset {config.model_preset} with "
-                         f"--num-layers/--d-model/--num-heads/--intermediate-dim/--dropout) "
+                         f"--num-layers/--d-model/--num-heads/--intermediate-dim/--dropout/"
+                         f"--attention-dropout/--activation-dropout) "
                          f"are refused: {e}") from None
 
 
@@ -185,7 +186,8 @@ def build_model(config, source_vocabulary_size, target_vocabulary_size):
     }
     if config.num_layers is not None:
         overrides["num_encoder_layers"] = overrides["num_decoder_layers"] = config.num_layers
-    for name in ("d_model", "num_heads", "intermediate_dim", "dropout"):
+    for name in ("d_model", "num_heads", "intermediate_dim", "dropout", "attention_dropout",
+                 "activation_dropout"):
         if getattr(config, name) is not None:
             overrides[name] = getattr(config, name)
     if config.share_embeddings is not None:

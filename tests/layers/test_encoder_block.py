@@ -249,6 +249,7 @@ def test_return_attention_scores_symbolic():
         ({"dropout": -0.1}, ["dropout=-0.1"]),
         ({"dropout": 1.0}, ["dropout=1.0"]),
         ({"attention_dropout": 2.0}, ["attention_dropout=2.0"]),
+        ({"activation_dropout": 1.0}, ["activation_dropout=1.0"]),
         ({"num_key_value_heads": 3}, ["num_key_value_heads=3", "num_heads=4"]),
         ({"num_key_value_heads": 0}, ["num_key_value_heads=0"]),
     ],
@@ -295,6 +296,24 @@ def test_dropout_training_vs_inference():
     assert np.all(np.isfinite(train_a))
     assert not np.allclose(train_a, inference_a, atol=1e-3)
     assert not np.allclose(train_a, train_b, atol=1e-3)
+
+
+def test_activation_dropout_drops_only_the_hidden_activations_in_training():
+    """`activation_dropout` alone (no residual or attention dropout): the
+    inference pass is the reference's; a training pass differs; and when
+    every hidden activation max(0, x·W1 + b1) is 0, dropping some of them
+    changes nothing, so the hidden activations are all it drops."""
+    x = _inputs(7)
+    block = EncoderBlock(N, F, dropout=0.0, activation_dropout=0.5, seed=3)
+    block.build(x.shape)
+    _randomize(block)
+    inference = to_numpy(block(x, training=False))
+    _close(inference, references.encoder_block(block, x)[0])
+    assert not np.allclose(to_numpy(block(x, training=True)), inference, atol=1e-3)
+    block.feedforward_intermediate_dense.bias.assign(np.full((F,), -1e4, "float32"))
+    dead = to_numpy(block(x, training=False))
+    np.testing.assert_array_equal(to_numpy(block(x, training=True)), dead)
+    assert EncoderBlock.from_config(block.get_config()).activation_dropout == 0.5
 
 
 def test_zero_dropout_training_is_deterministic():

@@ -34,6 +34,21 @@ def test_keras_round_trip_reproduces_logits_exactly(overrides, tmp_path):
     assert restored.get_config() == model.get_config()
 
 
+def test_attention_and_activation_dropout_reach_every_block():
+    model = Transformer.from_preset("tiny", dropout=0.1, attention_dropout=0.25,
+                                    activation_dropout=0.2)
+    blocks = model.encoder_blocks + model.decoder_blocks
+    attentions = [b.self_attention for b in blocks] + [b.cross_attention
+                                                       for b in model.decoder_blocks]
+    assert {a.dropout for a in attentions} == {0.25}
+    assert {b.feedforward_activation_dropout.rate for b in blocks} == {0.2}
+    assert {b.feedforward_dropout.rate for b in blocks} == {0.1}
+    restored = Transformer.from_config(model.get_config())
+    assert (restored.attention_dropout, restored.activation_dropout) == (0.25, 0.2)
+    # Dropout changes training passes only.
+    np.testing.assert_array_equal(to_numpy(restored(INPUTS)), to_numpy(restored(INPUTS)))
+
+
 def test_readable_layer_names_and_weight_sharing():
     model = Transformer.from_preset("tiny", share_encoder_decoder_embeddings=True)
     names = {layer.name for layer in model.layers}

@@ -513,6 +513,23 @@ def test_the_settings_check_builds_a_small_model(text_files, monkeypatch):
     assert sizes and max(max(pair) for pair in sizes) <= 16
 
 
+def test_attention_and_activation_dropout_flags_reach_the_model(text_files):
+    """--attention-dropout and --activation-dropout (fairseq's flags) build
+    a model with those rates; unset, the model's own (--dropout, 0); a rate
+    out of [0, 1) is refused before anything is written, naming the flag."""
+    from recipes.translation import train_lib
+
+    config = parse(["--attention-dropout", "0.2", "--activation-dropout", "0.15"])
+    assert (config.attention_dropout, config.activation_dropout) == (0.2, 0.15)
+    model = train_lib.build_model(config, 20, 20)
+    assert (model.attention_dropout, model.activation_dropout) == (0.2, 0.15)
+    default = train_lib.build_model(parse([]), 20, 20)
+    assert (default.attention_dropout, default.activation_dropout) == (None, 0.0)
+    with pytest.raises(ValueError, match=r"--activation-dropout\) are refused.*"
+                                         r"activation_dropout=1\.0"):
+        train_lib._check_model_settings(tiny_config(text_files, activation_dropout=1.0))
+
+
 def test_bad_files_stop_before_anything_is_written(tmp_path, text_files):
     short = tmp_path / "short.es"
     short.write_text("uno\n", encoding="utf-8")
