@@ -9,7 +9,8 @@
   `load_tokenizers`: WordPiece or SentencePiece, learned by native trainers,
   applied by TensorFlow Text ops; `tokenize_with_end`: the encoder's input
   (tokenize, truncate, `[END]`).
-- `make_batches`, `length_statistics`: the token-bucketed `tf.data` pipeline.
+- `make_batches`, `length_statistics`, `default_bucket_boundaries`,
+  `check_bucket_boundaries`: the token-bucketed `tf.data` pipeline.
 
 Only `bundled` is imported eagerly (it needs TFDS, not TensorFlow); the rest
 load on first attribute access, so `import keras_attention` stays light and
@@ -49,6 +50,7 @@ _LAZY = {
     "make_batches": "pipeline",
     "length_statistics": "pipeline",
     "default_bucket_boundaries": "pipeline",
+    "check_bucket_boundaries": "pipeline",
 }
 
 __all__ = ["KerasAttentionEnEs", *sorted(_LAZY)]  # noqa: PLE0604

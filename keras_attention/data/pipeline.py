@@ -39,6 +39,24 @@ def default_bucket_boundaries(max_length):
     return tuple(lengths) + (max_length,)
 
 
+def check_bucket_boundaries(bucket_boundaries, max_length, name="bucket_boundaries"):
+    """`bucket_boundaries` as a tuple (`None`: `default_bucket_boundaries`),
+    or a ValueError naming `name` unless they are strictly increasing
+    positive ints ending at `max_length`."""
+    if bucket_boundaries is None:
+        return default_bucket_boundaries(max_length)
+    boundaries = tuple(bucket_boundaries)
+    if (not boundaries or any(isinstance(b, bool) or not isinstance(b, (int, np.integer))
+                              for b in boundaries)
+            or list(boundaries) != sorted(set(boundaries)) or boundaries[-1] != max_length
+            or boundaries[0] < 1):
+        raise ValueError(
+            f"`{name}` must be strictly increasing positive lengths ending at "
+            f"max_length={max_length}; received {list(boundaries)}."
+        )
+    return boundaries
+
+
 def _encode(source_tokenizer, target_tokenizer):
     """A batched map function: strings -> (source+END, START+target, target+END)."""
 
@@ -128,13 +146,7 @@ def make_batches(
         raise ValueError(
             f"`length_policy` must be one of {LENGTH_POLICIES}; received {length_policy!r}."
         )
-    boundaries = tuple(bucket_boundaries or default_bucket_boundaries(max_length))
-    if (list(boundaries) != sorted(set(boundaries)) or boundaries[-1] != max_length
-            or boundaries[0] < 1):
-        raise ValueError(
-            "`bucket_boundaries` must be strictly increasing positive lengths ending at "
-            f"max_length={max_length}; received {list(boundaries)}."
-        )
+    boundaries = check_bucket_boundaries(bucket_boundaries, max_length)
     if deterministic and seed is None:
         seed = 0
 

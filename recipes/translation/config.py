@@ -99,6 +99,10 @@ class TranslationConfig:
     length_policy: str = _field("drop", "longer training pairs: 'drop' or 'truncate'",
                                 choices=("drop", "truncate"))
     batch_tokens: int = _field(4096, "padded tokens per training batch (global)")
+    bucket_boundaries: typing.Optional[tuple] = _field(
+        None, "padded lengths of the length buckets, increasing and ending at --max-length "
+        "(unset: 8, 16, 24, 32, 48, 64, 96, ...); finer buckets pad less, each one more "
+        "batch shape to compile", nargs="+", type=int, metavar="LENGTH")
     shuffle_buffer: int = _field(20_000, "pairs in the shuffle buffer")
     # -- model ---------------------------------------------------------------
     model_preset: str = _field("tutorial", "Transformer preset", choices=tuple(MODEL_PRESETS))
@@ -188,10 +192,18 @@ class TranslationConfig:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"Unknown config fields {unknown}.")
-        for name in ("train_files", "validation_files", "test_files", "tsv_columns", "holdout"):
+        for name in _TUPLE_FIELDS:  # JSON has lists; the config holds tuples
             if values.get(name) is not None:
                 values[name] = tuple(values[name])
         return cls(**values)
+
+
+def _is_tuple(kind):
+    return tuple in (kind, *typing.get_args(kind))
+
+
+_TUPLE_FIELDS = tuple(name for name, kind in typing.get_type_hints(TranslationConfig).items()
+                      if _is_tuple(kind))
 
 
 def load_config(path):
@@ -354,7 +366,7 @@ def config_from_args(args):
         for f in dataclasses.fields(TranslationConfig)
         if hasattr(args, f.name)
     }
-    for name in ("train_files", "validation_files", "test_files", "tsv_columns", "holdout"):
+    for name in _TUPLE_FIELDS:
         if given.get(name) is not None:
             given[name] = tuple(given[name])
     preset = args.preset
@@ -426,6 +438,11 @@ def check_config(config):
         )
     check_positive_int("--max-eval-sentences", config.max_eval_sentences, allow_none=True)
     check_non_negative_int("--attention-plots", config.attention_plots)
+    if config.bucket_boundaries is not None:
+        from keras_attention.data import check_bucket_boundaries
+
+        check_bucket_boundaries(config.bucket_boundaries, config.max_length,
+                                "--bucket-boundaries")
     check_rate("--label-smoothing", config.label_smoothing)
     # The decoding settings' one validation, naming the flags.
     from keras_attention.decoding import DecodingSettings

@@ -424,7 +424,8 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
         return make_batches(
             pairs, source_tokenizer, target_tokenizer, max_length=config.max_length,
             length_policy=config.length_policy, batch_tokens=config.batch_tokens,
-            shuffle_buffer=config.shuffle_buffer, seed=config.seed + seed_offset,
+            bucket_boundaries=config.bucket_boundaries, shuffle_buffer=config.shuffle_buffer,
+            seed=config.seed + seed_offset,
             deterministic=config.deterministic, repeat=True, input_context=input_context,
             shard=not sharded,
         )
@@ -433,7 +434,8 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     if "validation" in corpus.splits:
         validation = make_batches(
             corpus.load("validation"), source_tokenizer, target_tokenizer,
-            max_length=config.max_length, batch_tokens=config.batch_tokens, training=False,
+            max_length=config.max_length, batch_tokens=config.batch_tokens,
+            bucket_boundaries=config.bucket_boundaries, training=False,
         )
     first_step = _FirstStep()
     callbacks = [first_step, *(callbacks or [])]

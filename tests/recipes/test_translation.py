@@ -530,6 +530,39 @@ def test_attention_and_activation_dropout_flags_reach_the_model(text_files):
         train_lib._check_model_settings(tiny_config(text_files, activation_dropout=1.0))
 
 
+def test_bucket_boundaries_flag_reaches_the_batches(text_files, tmp_path, monkeypatch):
+    """--bucket-boundaries: parsed to a tuple that a config.json round trip
+    keeps, refused (naming the flag) unless increasing and ending at
+    --max-length, and the run's batches are padded to those lengths."""
+    from recipes.translation import train_lib
+
+    config = parse(["--bucket-boundaries", "4", "12", "64"])
+    assert config.bucket_boundaries == (4, 12, 64)
+    assert TranslationConfig.from_json(config.to_json()) == config
+    for bad in (["8", "4", "64"], ["8", "16"]):
+        with pytest.raises(ValueError, match="--bucket-boundaries. must be strictly increasing"):
+            check_config(parse(["--bucket-boundaries", *bad]))
+
+    class Stop(Exception):
+        pass
+
+    lengths = set()
+
+    def recording(*args, **kwargs):  # the validation batches, then stop the run
+        batches = real(*args, **kwargs)
+        if kwargs.get("training") is False:
+            lengths.update(int(x["encoder_tokens"].shape[1]) for x, _ in batches)
+            raise Stop
+        return batches
+
+    real = train_lib.make_batches
+    monkeypatch.setattr(train_lib, "make_batches", recording)
+    with pytest.raises(Stop):
+        train_and_evaluate(tiny_config(text_files, bucket_boundaries=(6, 12, 32)),
+                           str(tmp_path / "run"), verbose=0)
+    assert lengths and lengths <= {6, 12, 32}
+
+
 def test_bad_files_stop_before_anything_is_written(tmp_path, text_files):
     short = tmp_path / "short.es"
     short.write_text("uno\n", encoding="utf-8")
