@@ -367,7 +367,11 @@ def main(argv=None):
     result = {"date": time.strftime("%Y-%m-%d"), "machine": machine,
               "command": " ".join([os.path.basename(sys.argv[0]), *(argv or sys.argv[1:])]),
               "jax": jax.__version__, "keras": keras.__version__,
-              "keras_hub": getattr(hub, "__version__", None), "size": SIZE,
+              "keras_hub": getattr(hub, "__version__", None),
+              # float32 matmuls on a GPU run in TF32 unless this says "highest"
+              # (JAX_DEFAULT_MATMUL_PRECISION): the tokens check reads its ties with it
+              "jax_default_matmul_precision": jax.config.jax_default_matmul_precision,
+              "size": SIZE,
               "batch_size": args.batch_size, "length": args.length,
               "decode_batch_size": args.decode_batch_size, "rows": [], "complete": False}
     for policy in args.policies:

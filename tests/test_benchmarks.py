@@ -93,6 +93,7 @@ def test_gpu_benchmark_runs_on_jax(tmp_path):
     assert len(training) == 2 and all(r["tokens_per_second"] > 0 for r in training)
     parameters = training[0]["notes"]["parameters"]
     assert len(set(parameters.values())) == 1  # the same size
+    assert data["jax_default_matmul_precision"] in (None, "highest", "float32")  # full float32
     decoding = [r for r in data["rows"] if r["comparison"] == "decoding"]
     notes = decoding[0]["notes"]
     # Equal tokens, or where an untrained model's float32 logits tie, a tie.
