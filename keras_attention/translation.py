@@ -540,7 +540,7 @@ class Translator:
         self.model.compile(optimizer=optimizer, loss=MaskedCrossEntropy(label_smoothing),
                            metrics=[MaskedAccuracy(name="accuracy")], **kwargs)
 
-    def preprocess(self, pairs, batch_tokens=4096, shuffle=True, seed=None):
+    def preprocess(self, pairs, batch_tokens=4096, shuffle=True, seed=None, pack=False):
         """`(source, target)` string pairs -> batches the model trains on:
         `({"encoder_tokens", "decoder_tokens"}, labels)`, tokenized in the
         graph by the translator's own tokenizers (`make_batches`; pairs longer
@@ -550,6 +550,11 @@ class Translator:
         list of `(source, target)` str tuples. Pairs with a blank side are
         skipped, as the recipe skips them in its files (a list's are counted
         in a warning; all of them blank is an error).
+
+        `pack=True` packs several pairs into each row of the model's
+        `max_length` tokens instead of padding each pair to its bucket
+        (`make_batches(pack=True)`; the model reads the rows' segment ids
+        and positions): almost no padding, for corpora of short sentences.
         """
         from keras_attention.data import make_batches
 
@@ -560,7 +565,7 @@ class Translator:
         # pairs is enough to fine-tune on.
         batches = make_batches(pairs, self.source_tokenizer, self.target_tokenizer,
                                max_length=self.model.max_length, length_policy="truncate",
-                               batch_tokens=batch_tokens, training=False)
+                               batch_tokens=batch_tokens, training=False, pack=pack)
         # Each bucket gives ceil(pairs / batch size) batches in any order, so
         # one count holds for every epoch. Told it, Keras knows each epoch's
         # length (an unknown one ends the first epoch with its "Your input
@@ -572,10 +577,11 @@ class Translator:
         return batches.apply(tf.data.experimental.assert_cardinality(count))
 
     def fit(self, pairs, epochs=1, batch_tokens=4096, shuffle=True, seed=None,
-            validation_pairs=None, **kwargs):
+            validation_pairs=None, pack=False, **kwargs):
         """Fine-tunes the model on `(source, target)` string pairs (see
-        `preprocess`), after `compile`. `kwargs` go to `keras.Model.fit`
-        (`callbacks`, `verbose`, ...). Returns its `History`.
+        `preprocess`; `pack` packs the training pairs), after `compile`.
+        `kwargs` go to `keras.Model.fit` (`callbacks`, `verbose`, ...).
+        Returns its `History`.
 
         Example:
 
@@ -589,7 +595,8 @@ class Translator:
         if validation_pairs is not None:
             validation = self.preprocess(validation_pairs, batch_tokens, shuffle=False)
         # The pipeline shuffles the pairs; Keras cannot shuffle a dataset.
-        return self.model.fit(self.preprocess(pairs, batch_tokens, shuffle, seed), epochs=epochs,
+        return self.model.fit(self.preprocess(pairs, batch_tokens, shuffle, seed, pack=pack),
+                              epochs=epochs,
                               validation_data=validation, shuffle=False, **kwargs)
 
     # -- files ------------------------------------------------------------------

@@ -45,6 +45,7 @@ GROUPS = {
     ("README.md", "translate"): ["num_return_sequences=3"],
     ("README.md", "keras_hub"): ["keras_hub.models.Seq2SeqLM"],
     ("docs/layers.md", "cache"): ["initialize_self_attention_cache"],
+    ("docs/layers.md", "packing"): ["pack_pairs(sources"],
     ("docs/decoding.md", "search"): ["Transformer.from_preset"],
     # The plain-Keras lines first, so that they run in a process where only
     # `import keras_attention` has registered the classes.
@@ -166,6 +167,13 @@ def test_layers_cache_block_matches_the_full_pass():
     namespace = {}
     exec(_code("docs/layers.md", "cache"), namespace)  # noqa: S102  (asserts inside)
     assert len(namespace["steps"]) == namespace["max_length"]
+
+
+def test_layers_packing_block_trains_on_packed_rows():
+    namespace = {}
+    exec(_code("docs/layers.md", "packing"), namespace)  # noqa: S102  (asserts inside)
+    assert namespace["rows"]["decoder_tokens"].shape == (2, 16)
+    assert all(np.isfinite(namespace["history"].history["loss"]))
 
 
 @pytest.mark.slow  # builds, trains or decodes a model (out of the quick tier)

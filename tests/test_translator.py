@@ -243,6 +243,39 @@ def test_fit_skips_pairs_with_a_blank_side(small, caplog):
         small.preprocess(tf.data.Dataset.from_tensor_slices(([1, 2], [3, 4])))
 
 
+@pytest.mark.slow  # trains a tiny translator for two epochs
+def test_fit_on_packed_rows(small):
+    """`preprocess(pack=True)` (hence `fit(pack=True)`): the same pairs,
+    several to a row of the model's max_length, with the segment ids and
+    positions the model reads; `fit` trains on them."""
+    pairs = list(zip(ENGLISH, SPANISH))
+
+    def pairs_of(batches):
+        found = []
+        for x, y in batches:
+            x = {key: value.numpy() for key, value in x.items()}
+            segments = x.get("decoder_segment_ids", (x["decoder_tokens"] != 0).astype(int))
+            sources = x.get("encoder_segment_ids", (x["encoder_tokens"] != 0).astype(int))
+            for r in range(len(y)):
+                for s in set(segments[r].tolist()) - {0}:
+                    found.append((tuple(x["encoder_tokens"][r][sources[r] == s]),
+                                  tuple(y.numpy()[r][segments[r] == s])))
+        return sorted(found)
+
+    packed = small.preprocess(pairs, batch_tokens=64, shuffle=False, pack=True)
+    shapes = {tuple(y.shape) for _, y in packed}
+    assert {n for _, n in shapes} == {16} and max(b for b, _ in shapes) == 4  # 64 // 16 rows
+    assert pairs_of(packed) == pairs_of(small.preprocess(pairs, batch_tokens=64,
+                                                         shuffle=False))
+    assert len(pairs_of(packed)) == len(pairs)
+    assert sum(len(y) for _, y in packed) < len(pairs)  # some rows hold two pairs
+    translator = untrained_translator()
+    translator.compile(keras.optimizers.Adam(3e-3))
+    losses = translator.fit(pairs * 8, epochs=3, batch_tokens=64, seed=0, pack=True,
+                            verbose=0).history["loss"]
+    assert all(np.isfinite(losses)) and losses[-1] < losses[0]
+
+
 def test_broken_preset_files_are_named(small, tmp_path):
     """Each file of a preset that cannot be used is named, with what it is."""
     preset = small.save_to_preset(str(tmp_path / "preset"))

@@ -10,7 +10,8 @@
   applied by TensorFlow Text ops; `tokenize_with_end`: the encoder's input
   (tokenize, truncate, `[END]`).
 - `make_batches`, `length_statistics`, `default_bucket_boundaries`,
-  `check_bucket_boundaries`: the token-bucketed `tf.data` pipeline.
+  `check_bucket_boundaries`, `pack_pairs`: the token-bucketed (or packed)
+  `tf.data` pipeline.
 
 Only `bundled` is imported eagerly (it needs TFDS, not TensorFlow); the rest
 load on first attribute access, so `import keras_attention` stays light and
@@ -51,6 +52,7 @@ _LAZY = {
     "length_statistics": "pipeline",
     "default_bucket_boundaries": "pipeline",
     "check_bucket_boundaries": "pipeline",
+    "pack_pairs": "pipeline",
 }
 
 __all__ = ["KerasAttentionEnEs", *sorted(_LAZY)]  # noqa: PLE0604

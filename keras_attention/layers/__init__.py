@@ -11,13 +11,14 @@ from keras_attention.layers.attention import (
 from keras_attention.layers.decoder_block import DecoderBlock
 from keras_attention.layers.dropout_layer import Dropout, dropout
 from keras_attention.layers.encoder_block import EncoderBlock
-from keras_attention.layers.masks import causal_mask, merge_masks, padding_mask
+from keras_attention.layers.masks import causal_mask, merge_masks, padding_mask, segment_mask
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.normalization import LayerNormalization
 from keras_attention.layers.output_projection import OutputProjection
 from keras_attention.layers.position import (
     SinusoidalPositionEncoding,
     TokenAndPositionEmbedding,
+    sinusoidal_encoding_at,
     sinusoidal_position_encoding,
 )
 
@@ -36,6 +37,8 @@ __all__ = [
     "merge_masks",
     "padding_mask",
     "scaled_dot_product_attention",
+    "segment_mask",
+    "sinusoidal_encoding_at",
     "sinusoidal_position_encoding",
     "update_slice",
     "without_xla_ops",

@@ -52,6 +52,11 @@ class DecoderBlock(TransformerBlockBase):
         encoder_padding_mask: optional boolean `[B, S]`; the Keras mask of
             `encoder_sequence` is used as well.
         use_causal_mask: causal self-attention (True for a decoder).
+        decoder_attention_mask: optional boolean `[B, T, T]` for the
+            self-attention (with the causal mask, not instead of it), e.g.
+            `segment_mask(ids, ids)` of a packed row (keras-hub's name).
+        encoder_attention_mask: optional boolean `[B, T, S]` for the
+            cross-attention, e.g. `segment_mask(target_ids, source_ids)`.
         return_attention_scores: if True, also return the self- and
             cross-attention weights.
         training: whether dropout is active.
@@ -101,11 +106,14 @@ class DecoderBlock(TransformerBlockBase):
         training=None,
         decoder_sequence_mask=None,
         encoder_sequence_mask=None,
+        decoder_attention_mask=None,
+        encoder_attention_mask=None,
     ):
         x, scores, _ = self._run(
             decoder_sequence, encoder_sequence, and_masks(decoder_sequence_mask,
                                                           decoder_padding_mask),
-            and_masks(encoder_sequence_mask, encoder_padding_mask), use_causal_mask, training)
+            and_masks(encoder_sequence_mask, encoder_padding_mask), use_causal_mask, training,
+            attention_masks=(decoder_attention_mask, encoder_attention_mask))
         return (x, scores) if return_attention_scores else x
 
     def call_with_cache(
@@ -144,21 +152,26 @@ class DecoderBlock(TransformerBlockBase):
         return x, caches
 
     def attention_details(self, decoder_sequence, encoder_sequence, decoder_padding_mask=None,
-                          encoder_padding_mask=None, use_causal_mask=True):
+                          encoder_padding_mask=None, use_causal_mask=True,
+                          decoder_attention_mask=None, encoder_attention_mask=None):
         """Every quantity of both attentions (no dropout): always
         `(outputs, (self_details, cross_details))`, each a dict of
         `MultiHeadAttention.attention_details`."""
         x, found, _ = self._run(decoder_sequence, encoder_sequence, decoder_padding_mask,
-                                encoder_padding_mask, use_causal_mask, False, details=True)
+                                encoder_padding_mask, use_causal_mask, False, details=True,
+                                attention_masks=(decoder_attention_mask,
+                                                 encoder_attention_mask))
         return x, found
 
     def _run(self, decoder_sequence, encoder_sequence, decoder_mask, encoder_mask,
-             use_causal_mask, training, caches=None, cache_update_index=None, details=False):
+             use_causal_mask, training, caches=None, cache_update_index=None, details=False,
+             attention_masks=(None, None)):
         """The block once: `(outputs, (self_scores, cross_scores) or the two
         details dicts, caches or None)`. Explicit masks, so the result does
         not depend on whether Keras attached the masks to intermediate tensors."""
 
-        def attend(attention, query, value, value_mask, causal, cache, index):
+        def attend(attention, query, value, value_mask, causal, cache, index,
+                   attention_mask=None):
             if cache is not None:
                 outputs, cache = attention.call_with_cache(
                     query, cache, value=value, cache_update_index=index,
@@ -168,10 +181,11 @@ class DecoderBlock(TransformerBlockBase):
             if details:
                 outputs, found = attention.attention_details(
                     query, value, use_causal_mask=causal, query_mask=decoder_mask,
-                    value_mask=value_mask)
+                    value_mask=value_mask, attention_mask=attention_mask)
                 return outputs, found, None
             outputs, scores = attention(query, value, query_mask=decoder_mask,
                                         value_mask=value_mask, use_causal_mask=causal,
+                                        attention_mask=attention_mask,
                                         return_attention_scores=True, training=training)
             return outputs, scores, None
 
@@ -179,13 +193,13 @@ class DecoderBlock(TransformerBlockBase):
         x, self_scores, self_cache = self._sublayer(
             decoder_sequence, self.self_attention_norm, self.self_attention_dropout,
             lambda y: attend(self.self_attention, y, y, decoder_mask, use_causal_mask,
-                             self_cache, cache_update_index),
+                             self_cache, cache_update_index, attention_masks[0]),
             training,
         )
         x, cross_scores, _ = self._sublayer(
             x, self.cross_attention_norm, self.cross_attention_dropout,
             lambda y: attend(self.cross_attention, y, encoder_sequence, encoder_mask, False,
-                             cross_cache, None),
+                             cross_cache, None, attention_masks[1]),
             training,
         )
         x = self._feedforward_sublayer(x, training)

@@ -52,6 +52,30 @@ def causal_mask(query_length, key_length, offset=0):
     return ops.less_equal(cols, rows + offset)  # [T, S]
 
 
+def segment_mask(query_segment_ids, key_segment_ids):
+    """The block-diagonal mask of packed rows: a boolean `[B, T, S]` where
+    query `i` may attend key `j` only if both belong to the same pair.
+
+    A packed row holds several pairs, each numbered 1, 2, ... in its
+    segment ids, and 0 for padding: `segment_ids[b, t]` is the pair of
+    position `t`. A query attends only keys of its own pair, never a
+    neighbour's, and never padding (segment 0); a padding query attends
+    nothing. Used for a row's self-attention (with `causal_mask` in the
+    decoder) and, with the source row's segment ids as keys, for
+    cross-attention: target pair k reads only source pair k.
+
+    Args:
+        query_segment_ids: int `[B, T]`.
+        key_segment_ids: int `[B, S]`.
+
+    Returns:
+        A boolean tensor of shape `[B, T, S]`.
+    """
+    query = ops.expand_dims(ops.convert_to_tensor(query_segment_ids, "int32"), -1)  # [B, T, 1]
+    key = ops.expand_dims(ops.convert_to_tensor(key_segment_ids, "int32"), -2)  # [B, 1, S]
+    return ops.logical_and(ops.equal(query, key), ops.not_equal(key, 0))  # [B, T, S]
+
+
 def and_masks(*masks):
     """Logical AND of the masks that are not None (None if all are None)."""
     result = None

@@ -21,12 +21,20 @@ def sinusoidal_position_encoding(length, depth, start_index=0, max_wavelength=10
     PE(pos, 2i+1) = cos(pos / max_wavelength^(2i/D)),
     for pos in [start_index, start_index + length).
     """
-    positions = ops.cast(ops.arange(length), "float32") + ops.cast(start_index, "float32")
+    positions = ops.arange(length, dtype="float32") + ops.cast(start_index, "float32")
+    return sinusoidal_encoding_at(positions, depth, max_wavelength)  # [T, D]
+
+
+def sinusoidal_encoding_at(positions, depth, max_wavelength=10000.0):
+    """The paper's encoding at any positions: float32 `[..., D]` for int or
+    float `positions` `[...]` (e.g. `[B, T]` positions that restart at 0 in
+    each pair of a packed row)."""
+    positions = ops.cast(positions, "float32")
     dims = ops.arange(depth)
     two_i = ops.cast(dims - dims % 2, "float32")  # 2i for both 2i and 2i+1
     inverse_frequency = ops.power(float(max_wavelength), -two_i / float(depth))  # [D]
-    angles = positions[:, None] * inverse_frequency[None, :]  # [T, D]
-    return ops.where(dims % 2 == 0, ops.sin(angles), ops.cos(angles))  # [T, D]
+    angles = ops.expand_dims(positions, -1) * inverse_frequency  # [..., D]
+    return ops.where(dims % 2 == 0, ops.sin(angles), ops.cos(angles))  # [..., D]
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -111,6 +119,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             `[B, T, D]` hidden states.
         start_index: absolute position of the first token (int or scalar
             tensor), for decoding one token at a time.
+        positions: optional int `[B, T]`, the position of each token
+            instead (packed rows, where each pair's positions restart at 0;
+            see `keras_attention.data.make_batches(pack=True)`).
         reverse: if True, project hidden states onto the vocabulary with the
             transposed token embeddings (weight tying of the output layer).
 
@@ -183,7 +194,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 self.max_wavelength, dtype=self.dtype_policy, name="position_encoding"
             )
 
-    def call(self, inputs, start_index=0, reverse=False, training=None, mask=None):
+    def call(self, inputs, start_index=0, reverse=False, training=None, mask=None,
+             positions=None):
         if reverse:
             # Tied output projection: logits = x·Eᵀ over the token embeddings.
             embedding = self.token_embedding
@@ -204,6 +216,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         x = self.token_embedding(inputs)  # [B, T, D]
         if self.scale_embeddings:
             x = x * ops.cast(math.sqrt(self.embedding_dim), x.dtype)
+        if positions is not None:
+            return x + ops.cast(self._encoding_at(positions), x.dtype)  # [B, T, D]
         if self.position_encoding == "learned":
             positions = ops.slice(
                 ops.convert_to_tensor(self.position_embeddings),
@@ -212,6 +226,13 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             )  # [T, D]
             return x + ops.cast(positions, x.dtype)
         return x + self.position_layer(x, start_index=start_index)
+
+    def _encoding_at(self, positions):
+        """The position encodings `[..., D]` of int `positions` `[...]`."""
+        positions = ops.convert_to_tensor(positions, "int32")
+        if self.position_encoding == "learned":
+            return ops.take(self.position_embeddings, positions, axis=0)
+        return sinusoidal_encoding_at(positions, self.embedding_dim, self.max_wavelength)
 
     def compute_mask(self, inputs, mask=None):
         if "float" in keras.backend.standardize_dtype(inputs.dtype):
@@ -224,7 +245,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         return tuple(inputs_shape) + (self.embedding_dim,)
 
     def compute_output_spec(self, inputs, start_index=0, reverse=False, training=None,
-                            mask=None):
+                            mask=None, positions=None):
         if reverse:
             shape = tuple(inputs.shape[:-1]) + (self.vocabulary_size,)
         else:

@@ -21,7 +21,7 @@ from keras_attention.layers import (
     OutputProjection,
     TokenAndPositionEmbedding,
 )
-from keras_attention.layers.masks import padding_mask
+from keras_attention.layers.masks import padding_mask, segment_mask
 
 PRESETS = {
     # A few thousand parameters, for tests and quick examples.
@@ -53,6 +53,27 @@ PRESETS = {
 }
 
 
+# The inputs of packed rows (`keras_attention.data.make_batches(pack=True)`),
+# beside "encoder_tokens" and "decoder_tokens": each row holds several pairs,
+# numbered 1, 2, ... in its segment ids (0: padding), with positions that
+# restart at 0 in each pair.
+PACKING_KEYS = ("encoder_segment_ids", "decoder_segment_ids", "encoder_positions",
+                "decoder_positions")
+
+
+def _packing(inputs):
+    """The packing inputs of an input dict as int32 tensors, or None for
+    plain rows (one pair per row)."""
+    present = [key for key in PACKING_KEYS if key in inputs]
+    if not present:
+        return None
+    if len(present) != len(PACKING_KEYS):
+        raise ValueError(
+            f"Packed rows need all of {PACKING_KEYS}; received only {present} "
+            f"(input keys: {sorted(inputs)}).")
+    return {key: ops.convert_to_tensor(inputs[key], "int32") for key in PACKING_KEYS}
+
+
 class _Layers(collections.namedtuple("_Layers", (
         "encoder_embedding", "encoder_embedding_dropout", "encoder_blocks", "encoder_final_norm",
         "decoder_embedding", "decoder_embedding_dropout", "decoder_blocks", "decoder_final_norm",
@@ -63,19 +84,26 @@ class _Layers(collections.namedtuple("_Layers", (
 
 
 def _encoder_pass(layers, encoder_tokens, training=None, return_attention_scores=False,
-                  details=False):
+                  details=False, packing=None):
     """Embedding, dropout, blocks, final norm: `(x [B, S, D], padding [B, S],
     scores)` with `scores` one `[B, N, S, S]` per block (empty unless asked;
-    with `details`, one dict of `MultiHeadAttention`'s details per block)."""
+    with `details`, one dict of `MultiHeadAttention`'s details per block).
+    `packing`: the packed rows' ids and positions (`_packing`), or None."""
     mask = padding_mask(encoder_tokens)  # [B, S]
-    x = layers.encoder_embedding(encoder_tokens)  # [B, S, D]
+    attention_mask = positions = None
+    if packing is not None:
+        segments = packing["encoder_segment_ids"]
+        attention_mask = segment_mask(segments, segments)  # [B, S, S], block-diagonal
+        positions = packing["encoder_positions"]
+    x = layers.encoder_embedding(encoder_tokens, positions=positions)  # [B, S, D]
     x = layers.encoder_embedding_dropout(x, training=training)
     scores = []
     for block in layers.encoder_blocks:
         if details:
-            x, block_scores = block.attention_details(x, padding_mask=mask)
+            x, block_scores = block.attention_details(x, padding_mask=mask,
+                                                      attention_mask=attention_mask)
         else:
-            x = block(x, padding_mask=mask, training=training,
+            x = block(x, padding_mask=mask, attention_mask=attention_mask, training=training,
                       return_attention_scores=return_attention_scores)
             x, block_scores = x if return_attention_scores else (x, None)
         if return_attention_scores or details:
@@ -87,7 +115,7 @@ def _encoder_pass(layers, encoder_tokens, training=None, return_attention_scores
 
 def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, training=None,
                   return_attention_scores=False, cache=None, index=None, details=False,
-                  project=True):
+                  project=True, packing=None):
     """Embedding, dropout, blocks, final norm and output projection (with
     `project=False`, the final hidden states `[B, T, D]` in its place).
 
@@ -101,8 +129,15 @@ def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, trainin
         unless asked; with `details`, dicts of `MultiHeadAttention`'s
         details); `cache` is the updated cache (None without one).
     """
+    self_mask = cross_mask = None
     if cache is None:
-        y = layers.decoder_embedding(decoder_tokens)  # [B, T, D]
+        positions = None
+        if packing is not None:
+            segments = packing["decoder_segment_ids"]
+            self_mask = segment_mask(segments, segments)  # [B, T, T] (and causal)
+            cross_mask = segment_mask(segments, packing["encoder_segment_ids"])  # [B, T, S]
+            positions = packing["decoder_positions"]
+        y = layers.decoder_embedding(decoder_tokens, positions=positions)  # [B, T, D]
         mask = padding_mask(decoder_tokens)  # [B, T]
     else:
         y = layers.decoder_embedding(decoder_tokens, start_index=index)  # [B, 1, D]
@@ -118,10 +153,12 @@ def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, trainin
             continue
         if details:
             y, (block_self, block_cross) = block.attention_details(
-                y, encoder_outputs, decoder_padding_mask=mask, encoder_padding_mask=encoder_mask)
+                y, encoder_outputs, decoder_padding_mask=mask, encoder_padding_mask=encoder_mask,
+                decoder_attention_mask=self_mask, encoder_attention_mask=cross_mask)
         else:
             y = block(y, encoder_outputs, decoder_padding_mask=mask,
-                      encoder_padding_mask=encoder_mask, training=training,
+                      encoder_padding_mask=encoder_mask, decoder_attention_mask=self_mask,
+                      encoder_attention_mask=cross_mask, training=training,
                       return_attention_scores=return_attention_scores)  # [B, T, D]
             y, (block_self, block_cross) = y if return_attention_scores else (y, (None, None))
         if return_attention_scores or details:
@@ -172,6 +209,15 @@ class Transformer(keras.Model):
     of int token ids where 0 is padding; the output is float32 logits
     `[B, T, V]` (float32 under every dtype policy). Padding masks propagate
     from the embeddings through every block.
+
+    Packed rows (several pairs per row, no padding between them; see
+    `keras_attention.data.make_batches(pack=True)`) add the dict's
+    `encoder_segment_ids`, `decoder_segment_ids` (`[B, S]`, `[B, T]`: 1, 2,
+    ... per pair, 0 for padding), `encoder_positions` and
+    `decoder_positions` (restarting at 0 in each pair): every attention
+    is then block-diagonal (`segment_mask`), so each pair's logits are
+    those it gets alone in a row, and `model.fit` trains on them as on
+    plain rows.
 
     Args:
         encoder_vocabulary_size, decoder_vocabulary_size: vocabulary sizes.
@@ -340,6 +386,14 @@ class Transformer(keras.Model):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
 
+    def call(self, inputs, training=None, mask=None):
+        if isinstance(inputs, dict) and _packing(inputs) is not None:
+            # Packed rows: the same passes with block-diagonal masks and
+            # per-pair positions (the functional graph has only the two token inputs).
+            return self.project(self.hidden_states(inputs, training=training),
+                                training=training)  # [B, T, V]
+        return super().call(inputs, training=training, mask=mask)
+
     def quantize(self, mode=None, config=None, filters=None, **kwargs):
         """Keras' `quantize` (e.g. `"int8"`), on every layer that has a
         kernel: all projections, the output projection included, and the
@@ -409,11 +463,16 @@ class Transformer(keras.Model):
         final hidden states `[B, T, D]` for `inputs` (the model's input dict),
         from the same passes as the functional graph. With `project`, the
         logits of any rows of them: the recipe's trainer projects only the
-        rows of real target tokens (no logits for padding, under XLA too)."""
-        x, mask = self.encode(inputs["encoder_tokens"], training=training)  # [B, S, D]
+        rows of real target tokens (no logits for padding, under XLA too).
+        Packed rows (`PACKING_KEYS` in `inputs`) run with their masks and
+        positions."""
+        layers, packing = self._passes_layers(), _packing(inputs)
+        encoder_tokens = ops.convert_to_tensor(inputs["encoder_tokens"], "int32")
+        x, mask, _ = _encoder_pass(layers, encoder_tokens, training=training,
+                                   packing=packing)  # [B, S, D]
         decoder_tokens = ops.convert_to_tensor(inputs["decoder_tokens"], "int32")
-        y, *_ = _decoder_pass(self._passes_layers(), decoder_tokens, x, mask,
-                              training=training, project=False)
+        y, *_ = _decoder_pass(layers, decoder_tokens, x, mask, training=training,
+                              project=False, packing=packing)
         return y  # [B, T, D]
 
     def project(self, hidden_states, training=False):

@@ -103,6 +103,9 @@ class TranslationConfig:
         None, "padded lengths of the length buckets, increasing and ending at --max-length "
         "(unset: 8, 16, 24, 32, 48, 64, 96, ...); finer buckets pad less, each one more "
         "batch shape to compile", nargs="+", type=int, metavar="LENGTH")
+    pack: bool = _field(False, "pack several pairs into each training row of --max-length "
+                        "tokens (block-diagonal attention, positions restarting per pair) "
+                        "instead of length buckets: almost no padding, one batch shape")
     shuffle_buffer: int = _field(20_000, "pairs in the shuffle buffer")
     # -- model ---------------------------------------------------------------
     model_preset: str = _field("tutorial", "Transformer preset", choices=tuple(MODEL_PRESETS))

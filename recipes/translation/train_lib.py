@@ -427,7 +427,7 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
             bucket_boundaries=config.bucket_boundaries, shuffle_buffer=config.shuffle_buffer,
             seed=config.seed + seed_offset,
             deterministic=config.deterministic, repeat=True, input_context=input_context,
-            shard=not sharded,
+            shard=not sharded, pack=config.pack,
         )
 
     validation = None

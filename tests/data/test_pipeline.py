@@ -8,6 +8,7 @@ from keras_attention.data import (
     default_bucket_boundaries,
     length_statistics,
     make_batches,
+    pack_pairs,
 )
 from tests.helpers import ENGLISH, SPANISH
 
@@ -220,3 +221,72 @@ def test_no_onednn_fallback_error_lines(tmp_path):
                             text=True, timeout=300, env=env, cwd=root, check=False)
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
     assert "oneDNN supports DT_" not in result.stderr, result.stderr[-3000:]
+
+
+def test_pack_pairs_places_every_pair_once_first_fit_decreasing():
+    rng = np.random.default_rng(1)
+    pairs = [(rng.integers(3, 99, rng.integers(1, 9)), rng.integers(3, 99, rng.integers(1, 9)))
+             for _ in range(60)]
+    enc = [a for a, _ in pairs]
+    dec = [b for _, b in pairs]
+    lab = [b + 1000 for b in dec]
+    out = pack_pairs(enc, dec, lab, 16)
+    rows = len(out["encoder_tokens"])
+    assert all(v.shape == (rows, 16) and v.dtype == np.int32 for v in out.values())
+    found = []
+    for r in range(rows):
+        for side in ("encoder", "decoder"):
+            tokens = out[f"{side}_tokens"]
+            segments, positions = out[f"{side}_segment_ids"][r], out[f"{side}_positions"][r]
+            real = segments != 0
+            # Pairs follow one another from the row's start, padding only at its end,
+            # and each pair's positions restart at 0.
+            n = real.sum()
+            assert real[:n].all() and not real[n:].any()
+            np.testing.assert_array_equal(real, tokens[r] != 0)
+            for s in np.unique(segments[real]):
+                np.testing.assert_array_equal(positions[segments == s],
+                                              np.arange((segments == s).sum()))
+            assert (positions[~real] == 0).all()
+        for s in np.unique(out["encoder_segment_ids"][r][out["encoder_segment_ids"][r] != 0]):
+            source = out["encoder_tokens"][r][out["encoder_segment_ids"][r] == s]
+            target = out["decoder_tokens"][r][out["decoder_segment_ids"][r] == s]
+            labels = out["labels"][r][out["decoder_segment_ids"][r] == s]
+            np.testing.assert_array_equal(labels, target + 1000)  # labels travel with their pair
+            found.append((tuple(source), tuple(target)))
+    assert sorted(found) == sorted((tuple(a), tuple(b)) for a, b in pairs)
+    # First-fit decreasing: no two rows could be merged, so fewer than twice
+    # the lower bound of rows.
+    bound = max(sum(map(len, enc)), sum(map(len, dec))) / 16
+    assert rows < 2 * bound + 1
+    with pytest.raises(ValueError, match="longer than the row length 4"):
+        pack_pairs([np.arange(1, 6)], [np.arange(1, 3)], [np.arange(1, 3)], 4)
+
+
+def test_packed_batches_hold_every_pair_in_one_shape(pairs, tokenizers):
+    plain = make_batches(pairs, *tokenizers, max_length=64, batch_tokens=512, training=False)
+    packed = make_batches(pairs, *tokenizers, max_length=64, batch_tokens=512, training=False,
+                          pack=True, pack_window=100)
+    rows, padding, shapes = [], 0, set()
+    for inputs, labels in packed.as_numpy_iterator():
+        shapes.add(labels.shape[1:])
+        assert labels.shape[0] <= 512 // 64
+        padding += (labels == 0).sum()
+        for r in range(len(labels)):
+            for s in np.unique(inputs["decoder_segment_ids"][r]):
+                if s == 0:
+                    continue
+                enc = inputs["encoder_tokens"][r][inputs["encoder_segment_ids"][r] == s]
+                dec = inputs["decoder_tokens"][r][inputs["decoder_segment_ids"][r] == s]
+                lab = labels[r][inputs["decoder_segment_ids"][r] == s]
+                rows.append((tuple(enc), tuple(dec), tuple(lab)))
+    assert shapes == {(64,)}
+    assert sorted(rows) == sorted(collect(plain))
+    plain_padding = sum((labels == 0).sum() for _, labels in plain.as_numpy_iterator())
+    assert padding < plain_padding / 2
+    training = make_batches(pairs, *tokenizers, max_length=64, batch_tokens=512, pack=True,
+                            seed=0, repeat=True)
+    inputs, labels = next(iter(training))
+    assert labels.shape == (8, 64) and set(inputs) == {
+        "encoder_tokens", "decoder_tokens", "encoder_segment_ids", "decoder_segment_ids",
+        "encoder_positions", "decoder_positions"}

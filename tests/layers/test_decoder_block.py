@@ -147,3 +147,30 @@ def test_layer_harness(tmp_path):
         expected_output_shape=x.shape,
         tmp_path=tmp_path,
     )
+
+
+def test_attention_masks_reach_self_and_cross_attention():
+    """`decoder_attention_mask` / `encoder_attention_mask` (keras-hub's
+    names; packed rows' `segment_mask`): as key masks they give the padding
+    masks' result (the NumPy reference), and a mask on one query changes
+    that query's row only."""
+    rng = np.random.default_rng(3)
+    x, enc, dec_mask, enc_mask = _data(rng)
+    block = DecoderBlock(4, 32)
+    plain = to_numpy(block(x, enc))  # builds the weights
+    reference = references.decoder_block(block, x, enc, dec_mask, enc_mask)
+    t, s = x.shape[1], enc.shape[1]
+    out = block(x, enc, decoder_padding_mask=dec_mask,
+                decoder_attention_mask=np.repeat(dec_mask[:, None, :], t, 1),
+                encoder_attention_mask=np.repeat(enc_mask[:, None, :], t, 1))
+    assert_close(out, reference)
+    blocked = np.ones((x.shape[0], t, t), bool)
+    blocked[:, 2, 0] = False  # query 2 may not read key 0
+    changed = to_numpy(block(x, enc, decoder_attention_mask=blocked))
+    cross = np.ones((x.shape[0], t, s), bool)
+    cross[:, 4, :3] = False
+    crossed = to_numpy(block(x, enc, encoder_attention_mask=cross))
+    for rows, row in ((changed, 2), (crossed, 4)):
+        others = [i for i in range(t) if i != row]
+        np.testing.assert_array_equal(rows[:, others], plain[:, others])
+        assert not np.allclose(rows[:, row], plain[:, row])

@@ -5,7 +5,13 @@ import numpy as np
 import pytest
 from keras import ops
 
-from keras_attention.layers.masks import and_masks, causal_mask, merge_masks, padding_mask
+from keras_attention.layers.masks import (
+    and_masks,
+    causal_mask,
+    merge_masks,
+    padding_mask,
+    segment_mask,
+)
 from tests import references
 
 
@@ -191,3 +197,16 @@ def test_masks_are_backend_tensors():
     ids = keras.ops.convert_to_tensor(np.array([[1, 0]], "int32"))
     m = merge_masks(query_mask=padding_mask(ids), key_mask=padding_mask(ids))
     np.testing.assert_array_equal(_np(m), [[[True, False], [False, False]]])
+
+
+# --------------------------------------------------------------------------- segment_mask
+
+
+def test_segment_mask_is_block_diagonal_and_never_attends_padding():
+    query = np.array([[1, 1, 2, 2, 2, 0], [1, 2, 3, 0, 0, 0]], "int32")
+    key = np.array([[1, 1, 1, 2, 0], [1, 1, 2, 3, 3]], "int32")
+    expected = (query[:, :, None] == key[:, None, :]) & (key[:, None, :] != 0)
+    _assert_bool_equal(segment_mask(query, key), expected)
+    self_mask = _np(segment_mask(query, query))
+    assert not self_mask[0, 5].any() and not self_mask[0, :, 5].any()  # padding: nothing
+    assert self_mask[0, 2, 4] and not self_mask[0, 1, 2]  # one pair, not its neighbour

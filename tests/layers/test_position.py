@@ -196,6 +196,26 @@ def test_token_and_position_start_index_decoding(kind, as_tensor):
     np.testing.assert_allclose(to_numpy(chunk), full[:, 3:6], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", KINDS)
+def test_token_and_position_explicit_positions_restart_per_pair(kind):
+    """`positions` (packed rows): each token gets the encoding of its own
+    position, as if its pair started the row; against the paper's formula."""
+    rng = np.random.default_rng(5)
+    ids = _ids(rng, batch=2, length=7, vocab=20, pad_tail=(0, 0))
+    positions = np.array([[0, 1, 2, 0, 1, 0, 1], [0, 1, 2, 3, 4, 5, 6]], "int32")
+    layer = TokenAndPositionEmbedding(20, 8, 12, position_encoding=kind, scale_embeddings=False)
+    layer.build()
+    if kind == "learned":
+        layer.position_embeddings.assign(rng.normal(size=(8, 12)).astype("float32"))
+        table = to_numpy(layer.position_embeddings)
+    else:
+        table = references.sinusoidal_position_encoding(8, 12)
+    tokens = to_numpy(layer.token_embedding(ids))
+    out = to_numpy(layer(ids, positions=positions))
+    np.testing.assert_allclose(out, tokens + table[positions], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out[1], to_numpy(layer(ids))[1], rtol=1e-6, atol=1e-6)
+
+
 def test_token_and_position_compute_mask():
     ids = np.array([[4, 7, 0, 0], [0, 3, 0, 5]], "int32")
     masked = TokenAndPositionEmbedding(10, 6, 8, mask_zero=True)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_attention.data import pack_pairs
 from keras_attention.models import Transformer
 from keras_attention.training import (
     MaskedCrossEntropy,
@@ -147,6 +148,96 @@ def test_gathered_step_gives_the_plain_loss_and_gradients(jit_compile, tie, poli
     for variable, a, b in zip(variables, tape.gradient(fit_loss, variables), plain_grads):
         np.testing.assert_allclose(dense(a), b, rtol=tolerance, atol=tolerance * scale,
                                    err_msg=variable.path)
+
+
+def packed(inputs, labels, length):
+    """The pairs of a padded batch packed into rows of `length` (`pack_pairs`)."""
+    enc, dec = (np.asarray(inputs[k]) for k in ("encoder_tokens", "decoder_tokens"))
+    out = pack_pairs([e[e != 0] for e in enc], [d[d != 0] for d in dec],
+                     [lab[lab != 0] for lab in labels], length)
+    return {k: tf.constant(v) for k, v in out.items() if k != "labels"}, out["labels"]
+
+
+@pytest.mark.slow  # builds and traces a trainer (~10 s)
+@pytest.mark.parametrize("policy, tolerance, jit_compile", [
+    ("float32", 1e-5, False), ("float32", 1e-5, True), ("mixed_bfloat16", 2e-2, True)])
+def test_packed_step_gives_the_plain_loss_and_gradients(policy, tolerance, jit_compile):
+    """Several pairs per row (block-diagonal attention, positions restarting
+    per pair): the recipe's step gives the loss and the gradients of the
+    same pairs one per row, and `model.fit`'s path (`model(packed)`) the
+    same logits at every pair's positions."""
+    keras.config.set_dtype_policy(policy)
+    try:
+        keras.utils.set_random_seed(2)
+        model = Transformer.from_preset("tiny", encoder_vocabulary_size=20,
+                                        decoder_vocabulary_size=20, dropout=0.0)
+    finally:
+        keras.config.set_dtype_policy("float32")
+    trainer = Trainer(model, keras.optimizers.SGD(0.1), make_strategy("default"),
+                      label_smoothing=0.1, jit_compile=jit_compile, verbose=0)
+    inputs, labels = padded_batch()
+    pack_inputs, pack_labels = packed(inputs, labels, 24)
+    assert len(pack_labels) < len(labels)  # several pairs in a row
+    tokens = tf.constant(float((labels != 0).sum()))
+    grads, loss_sum, correct = trainer._gradients(inputs, tf.constant(labels), tokens)
+    pack_grads, pack_loss_sum, pack_correct = trainer._gradients(
+        pack_inputs, tf.constant(pack_labels), tokens)
+    assert float(pack_loss_sum) == pytest.approx(float(loss_sum), rel=tolerance)
+    assert abs(float(pack_correct) - float(correct)) <= (0 if policy == "float32" else 2)
+    grads = [tf.convert_to_tensor(g).numpy() for g in grads]
+    scale = max(np.abs(g).max() for g in grads)
+    for variable, a, b in zip(model.trainable_variables, pack_grads, grads):
+        np.testing.assert_allclose(tf.convert_to_tensor(a).numpy(), b, rtol=tolerance,
+                                   atol=tolerance * scale, err_msg=variable.path)
+    # model.fit's path: each pair's logits in its packed row are its own.
+    plain_logits = model(inputs).numpy()
+    pack_logits = model(pack_inputs).numpy()
+    segments = pack_inputs["decoder_segment_ids"].numpy()
+    for r in range(len(pack_labels)):
+        for s in np.unique(segments[r][segments[r] != 0]):
+            i = int(np.flatnonzero([
+                np.array_equal(lab[lab != 0], pack_labels[r][segments[r] == s])
+                for lab in labels])[0])
+            np.testing.assert_allclose(pack_logits[r][segments[r] == s],
+                                       plain_logits[i][labels[i] != 0],
+                                       atol=tolerance * 10, err_msg=f"row {r}, pair {s}")
+
+
+def test_packed_pairs_never_attend_to_their_neighbours():
+    """Changing one pair of a packed row (its source and its target) leaves
+    every other pair's logits bit for bit; changing a pair's own source
+    changes its logits (the check can fail)."""
+    keras.utils.set_random_seed(3)
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=20,
+                                    decoder_vocabulary_size=20, dropout=0.0)
+    rng = np.random.default_rng(0)
+    pairs = [(rng.integers(4, 20, n), rng.integers(4, 20, m)) for n, m in ((5, 4), (3, 6), (4, 2))]
+    first, _ = packed(*_as_batch(pairs), 16)
+    changed = [pairs[0], (rng.integers(4, 20, 3), rng.integers(4, 20, 6)), pairs[2]]
+    second, _ = packed(*_as_batch(changed), 16)
+    assert first["decoder_segment_ids"].shape[0] == 1  # one row holds the three pairs
+    a, b = model(first).numpy()[0], model(second).numpy()[0]
+    dec_segments = first["decoder_segment_ids"].numpy()[0]
+    segment_of = {tuple(first["decoder_tokens"].numpy()[0][dec_segments == s]): s
+                  for s in (1, 2, 3)}
+    moved = segment_of[tuple(pairs[1][1])]
+    for s in (1, 2, 3):
+        same = np.array_equal(a[dec_segments == s], b[dec_segments == s])
+        assert same == (s != moved), s
+    encoder = first["encoder_tokens"].numpy().copy()
+    own = segment_of[tuple(pairs[0][1])]
+    encoder[0][first["encoder_segment_ids"].numpy()[0] == own] = 4
+    c = model({**first, "encoder_tokens": tf.constant(encoder)}).numpy()[0]
+    assert not np.allclose(c[dec_segments == own], a[dec_segments == own])
+
+
+def _as_batch(pairs):
+    n, m = max(len(s) for s, _ in pairs), max(len(t) for _, t in pairs)
+    enc = np.zeros((len(pairs), n), "int32")
+    dec = np.zeros((len(pairs), m), "int32")
+    for i, (s, t) in enumerate(pairs):
+        enc[i, :len(s)], dec[i, :len(t)] = s, t
+    return {"encoder_tokens": enc, "decoder_tokens": dec}, dec
 
 
 @pytest.mark.slow
