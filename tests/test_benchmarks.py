@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow  # each runs a benchmark script (tiny sizes)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-SCRIPTS = ("corpus_scale", "ctranslate2", "decoding", "gpu", "kerasio_translation",
+SCRIPTS = ("corpus_scale", "ctranslate2", "decoding", "gpu", "kerasio_translation", "packing",
            "profile_train_step", "quantization", "quality", "serving", "train_step")
 
 
@@ -61,6 +61,26 @@ def test_train_step_benchmark_runs(tmp_path, capsys):
     assert len(data["ratios"]) == 4 and all(r > 0 for r in data["ratios"].values())
     assert "each library's training step: best keras_attention" in stdout
     assert data["machine"]["cpus"] >= 1 and "CPUs" in data["machine_description"]
+
+
+def test_packing_benchmark_runs(tmp_path, capsys):
+    from tests.helpers import ENGLISH, SPANISH
+
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{e}\t{s}\n" for e, s in zip(ENGLISH * 20, SPANISH * 20)),
+                   encoding="utf-8")
+    out = tmp_path / "result.json"
+    code, _, stderr = run_benchmark("packing", [
+        "--tsv", str(tsv), "--pairs", "160", "--layers", "1", "--max-length", "32",
+        "--batch-tokens", "256", "--rounds", "1", "--steps", "1", "--warmup", "1",
+        "--systems", "keras_attention/recipe/buckets", "keras_attention/recipe/pack",
+        "--json", str(out)], capsys)
+    assert code == 0, stderr[-3000:]
+    data = json.loads(out.read_text())
+    share = {r["system"]: r["padding_share"] for r in data["rows"]}
+    assert share["keras_attention/recipe/pack"] < share["keras_attention/recipe/buckets"]
+    assert all(r["real_tokens_per_second"] > 0 for r in data["rows"])
+    assert list(data["ratios"]) == ["keras_attention/recipe/pack / keras_attention/recipe/buckets"]
 
 
 def test_gpu_benchmark_runs_on_jax(tmp_path):

@@ -307,6 +307,9 @@ PRESETS["own_corpus"] = TranslationConfig(
     num_heads=4, intermediate_dim=1024, steps=1_000_000, steps_per_epoch=500,
     warmup_steps=1000, early_stopping_patience=5, average_checkpoints=3,
     validation_bleu_sentences=1000, **{name: AUTO for name in RULE_FIELDS},
+    # Several pairs per row: on 30k Tatoeba pairs, 1.17x the real tokens/s of
+    # length buckets and +1.3 test BLEU in the same 20 minutes (one Zen 4 core).
+    pack=True,
 )
 DEFAULT_PRESET = "bundled"
 OWN_FILES_PRESET = "own_corpus"
@@ -446,6 +449,11 @@ def check_config(config):
 
         check_bucket_boundaries(config.bucket_boundaries, config.max_length,
                                 "--bucket-boundaries")
+        if config.pack:
+            raise ValueError(
+                f"--bucket-boundaries {' '.join(map(str, config.bucket_boundaries))} shapes "
+                "length buckets, but --pack (the default for your own files) packs the pairs "
+                "into rows of --max-length instead; add --no-pack to bucket them.")
     check_rate("--label-smoothing", config.label_smoothing)
     # The decoding settings' one validation, naming the flags.
     from keras_attention.decoding import DecodingSettings

@@ -256,3 +256,45 @@ def test_int8_quantization_covers_every_kernel_quietly(tie_output_embeddings):
     assert len(kernels) == 4 * attention + 2 * blocks + 2 + (0 if tie_output_embeddings else 1)
     logits = to_numpy(model(inputs))
     assert np.max(np.abs(logits - reference)) <= 0.05 * np.max(np.abs(reference))
+
+
+def _packed_row(pairs):
+    """One packed row of `pairs` `(source ids, target ids)`, by hand (as
+    `keras_attention.data.pack_pairs` lays it out), and each target's slice."""
+    length = max(sum(len(s) for s, _ in pairs), sum(len(t) for _, t in pairs))
+    row = {key: np.zeros((1, length), "int32") for key in (
+        "encoder_tokens", "decoder_tokens", "encoder_segment_ids", "decoder_segment_ids",
+        "encoder_positions", "decoder_positions")}
+    where, at = [], [0, 0]
+    for segment, pair in enumerate(pairs, start=1):
+        for i, (side, ids) in enumerate(zip(("encoder", "decoder"), pair)):
+            span = slice(at[i], at[i] + len(ids))
+            row[f"{side}_tokens"][0, span] = ids
+            row[f"{side}_segment_ids"][0, span] = segment
+            row[f"{side}_positions"][0, span] = np.arange(len(ids))
+            at[i] += len(ids)
+        where.append(span)  # the target's slice
+    return row, where
+
+
+@pytest.mark.parametrize("position_encoding", ["sinusoidal", "learned"])
+def test_packed_pairs_get_their_own_logits_and_never_their_neighbours(position_encoding):
+    """A packed row (block-diagonal masks, positions restarting per pair):
+    each pair's logits are those it gets alone; changing one pair changes
+    its own logits and no other pair's, bit for bit."""
+    keras.utils.set_random_seed(3)
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=20,
+                                    decoder_vocabulary_size=20, dropout=0.0,
+                                    position_encoding=position_encoding)
+    rng = np.random.default_rng(0)
+    pairs = [(rng.integers(4, 20, n), rng.integers(4, 20, m)) for n, m in ((5, 4), (3, 6), (4, 2))]
+    row, where = _packed_row(pairs)
+    logits = to_numpy(model(row))[0]
+    for (source, target), span in zip(pairs, where):
+        alone = model({"encoder_tokens": source[None], "decoder_tokens": target[None]})
+        assert_close(logits[span], to_numpy(alone)[0])
+    changed = list(pairs)
+    changed[1] = (rng.integers(4, 20, 3), rng.integers(4, 20, 6))
+    other = to_numpy(model(_packed_row(changed)[0]))[0]
+    for i, span in enumerate(where):
+        assert np.array_equal(other[span], logits[span]) == (i != 1), i

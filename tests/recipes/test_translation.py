@@ -573,7 +573,9 @@ def test_pack_flag_trains_on_packed_rows(text_files, tmp_path, monkeypatch):
 
     config = parse(["--pack"])
     assert config.pack and TranslationConfig.from_json(config.to_json()) == config
-    assert not parse([]).pack
+    assert not parse([]).pack and PRESETS["own_corpus"].pack  # own files: packed
+    with pytest.raises(ValueError, match="--bucket-boundaries 8 64 shapes .* add --no-pack"):
+        check_config(parse(["--pack", "--bucket-boundaries", "8", "64"]))
     seen = {}
 
     def recording(*args, **kwargs):

@@ -159,8 +159,9 @@ def packed(inputs, labels, length):
 
 
 @pytest.mark.slow  # builds and traces a trainer (~10 s)
-@pytest.mark.parametrize("policy, tolerance, jit_compile", [
-    ("float32", 1e-5, False), ("float32", 1e-5, True), ("mixed_bfloat16", 2e-2, True)])
+@pytest.mark.parametrize("policy, tolerance, jit_compile", [  # the recipe's defaults:
+    ("float32", 1e-5, True),  # AVX2-only processors
+    ("mixed_bfloat16", 2e-2, False)])  # AVX-512 BF16 / AMX
 def test_packed_step_gives_the_plain_loss_and_gradients(policy, tolerance, jit_compile):
     """Several pairs per row (block-diagonal attention, positions restarting
     per pair): the recipe's step gives the loss and the gradients of the
@@ -201,43 +202,6 @@ def test_packed_step_gives_the_plain_loss_and_gradients(policy, tolerance, jit_c
             np.testing.assert_allclose(pack_logits[r][segments[r] == s],
                                        plain_logits[i][labels[i] != 0],
                                        atol=tolerance * 10, err_msg=f"row {r}, pair {s}")
-
-
-def test_packed_pairs_never_attend_to_their_neighbours():
-    """Changing one pair of a packed row (its source and its target) leaves
-    every other pair's logits bit for bit; changing a pair's own source
-    changes its logits (the check can fail)."""
-    keras.utils.set_random_seed(3)
-    model = Transformer.from_preset("tiny", encoder_vocabulary_size=20,
-                                    decoder_vocabulary_size=20, dropout=0.0)
-    rng = np.random.default_rng(0)
-    pairs = [(rng.integers(4, 20, n), rng.integers(4, 20, m)) for n, m in ((5, 4), (3, 6), (4, 2))]
-    first, _ = packed(*_as_batch(pairs), 16)
-    changed = [pairs[0], (rng.integers(4, 20, 3), rng.integers(4, 20, 6)), pairs[2]]
-    second, _ = packed(*_as_batch(changed), 16)
-    assert first["decoder_segment_ids"].shape[0] == 1  # one row holds the three pairs
-    a, b = model(first).numpy()[0], model(second).numpy()[0]
-    dec_segments = first["decoder_segment_ids"].numpy()[0]
-    segment_of = {tuple(first["decoder_tokens"].numpy()[0][dec_segments == s]): s
-                  for s in (1, 2, 3)}
-    moved = segment_of[tuple(pairs[1][1])]
-    for s in (1, 2, 3):
-        same = np.array_equal(a[dec_segments == s], b[dec_segments == s])
-        assert same == (s != moved), s
-    encoder = first["encoder_tokens"].numpy().copy()
-    own = segment_of[tuple(pairs[0][1])]
-    encoder[0][first["encoder_segment_ids"].numpy()[0] == own] = 4
-    c = model({**first, "encoder_tokens": tf.constant(encoder)}).numpy()[0]
-    assert not np.allclose(c[dec_segments == own], a[dec_segments == own])
-
-
-def _as_batch(pairs):
-    n, m = max(len(s) for s, _ in pairs), max(len(t) for _, t in pairs)
-    enc = np.zeros((len(pairs), n), "int32")
-    dec = np.zeros((len(pairs), m), "int32")
-    for i, (s, t) in enumerate(pairs):
-        enc[i, :len(s)], dec[i, :len(t)] = s, t
-    return {"encoder_tokens": enc, "decoder_tokens": dec}, dec
 
 
 @pytest.mark.slow
