@@ -10,7 +10,8 @@ batches are padding. This script takes real pairs (a TSV file, or the
 bundled corpus), learns WordPiece vocabularies of them, and trains the
 tutorial-size model (4+4 layers, d_model 128, vocabulary 8000) on the
 `tf.data` batches that the recipe builds (`make_batches`, 4,096 tokens a
-batch, rows of 64), one system after the other in rounds of a few steps:
+batch, rows of 64; XLA with `--jit on`), one system after the other in
+rounds of a few steps:
 
 - `keras_hub/fit/buckets`: an encoder-decoder of keras-hub's layers of the
   same size (`compile` + `train_on_batch`, Keras' masked loss), bucketed;
@@ -90,7 +91,7 @@ class System:
             with strategy.scope():
                 self.model = keras_attention_model(args.max_length)
             trainer = Trainer(self.model, _optimizer(), strategy, label_smoothing=0.0,
-                              jit_compile=False, verbose=0)
+                              jit_compile=args.jit == "on", verbose=0)
             iterator = iter(strategy.distribute_datasets_from_function(
                 lambda context: self.batches))
 
@@ -103,7 +104,7 @@ class System:
             self.model = build(args.max_length)
             loss = (keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)
                     if library == "keras_hub" else MaskedCrossEntropy())
-            self.model.compile(optimizer=_optimizer(), loss=loss, jit_compile=False)
+            self.model.compile(optimizer=_optimizer(), loss=loss, jit_compile=args.jit == "on")
             iterator = iter(self.batches)
 
             def step():
@@ -163,6 +164,9 @@ def main(argv=None):
                         help="untimed steps per system first (every batch shape traced)")
     parser.add_argument("--policy", default="float32", choices=("float32", "mixed_bfloat16"),
                         help="dtype policy of every model")
+    parser.add_argument("--jit", default="off", choices=("off", "on"),
+                        help="XLA for every system (the recipe's default on CPUs without "
+                        "AVX-512; each bucket's shape is one more compilation, in the warm-up)")
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=list(SYSTEMS))
     parser.add_argument("--layers", type=int, default=SIZE["layers"],
                         help="encoder and decoder layers (default: the tutorial's 4)")
@@ -203,7 +207,8 @@ def main(argv=None):
     result = {"date": time.strftime("%Y-%m-%d"), "machine": machine,
               "machine_description": describe(machine), "tensorflow": tf.__version__,
               "keras": keras.__version__, "size": SIZE, "pairs": args.pairs,
-              "policy": args.policy, "command": "packing.py " + " ".join(argv or []),
+              "policy": args.policy, "jit": args.jit,
+              "command": "packing.py " + " ".join(argv or []),
               "corpus": args.tsv or "bundled", "max_length": args.max_length,
               "batch_tokens": args.batch_tokens, "rows": rows, "ratios": ratios}
     if args.json:

@@ -81,6 +81,7 @@ def test_packing_benchmark_runs(tmp_path, capsys):
     assert share["keras_attention/recipe/pack"] < share["keras_attention/recipe/buckets"]
     assert all(r["real_tokens_per_second"] > 0 for r in data["rows"])
     assert list(data["ratios"]) == ["keras_attention/recipe/pack / keras_attention/recipe/buckets"]
+    assert data["jit"] == "off" and data["policy"] == "float32"
 
 
 def test_gpu_benchmark_runs_on_jax(tmp_path):
