@@ -63,6 +63,10 @@ def check_bucket_boundaries(bucket_boundaries, max_length, name="bucket_boundari
     return boundaries
 
 
+_PACKED_KEYS = ("encoder_tokens", "decoder_tokens", "labels", "encoder_segment_ids",
+                "decoder_segment_ids", "encoder_positions", "decoder_positions")
+
+
 def pack_pairs(encoder_tokens, decoder_tokens, labels, length):
     """Packs pairs into rows of `length` tokens, first-fit decreasing.
 
@@ -101,9 +105,7 @@ def pack_pairs(encoder_tokens, decoder_tokens, labels, length):
         free_source[row] -= source_lengths[i]
         free_target[row] -= target_lengths[i]
         rows[row].append(i)
-    out = {key: np.zeros((used, length), np.int32) for key in (
-        "encoder_tokens", "decoder_tokens", "labels", "encoder_segment_ids",
-        "decoder_segment_ids", "encoder_positions", "decoder_positions")}
+    out = {key: np.zeros((used, length), np.int32) for key in _PACKED_KEYS}
     for r in range(used):
         source_at = target_at = 0
         for segment, i in enumerate(rows[r], start=1):
@@ -120,28 +122,20 @@ def pack_pairs(encoder_tokens, decoder_tokens, labels, length):
     return out
 
 
-_PACKED_KEYS = ("encoder_tokens", "decoder_tokens", "labels", "encoder_segment_ids",
-                "decoder_segment_ids", "encoder_positions", "decoder_positions")
-
-
 def _packed_rows(dataset, length, window):
     """Pairs `(enc, dec, lab)` -> packed rows (dicts of `[length]` int32),
     packed `window` pairs at a time by `pack_pairs`."""
 
-    def pack(enc, dec, lab):
-        def split(ragged):
-            values, lengths = ragged.flat_values, ragged.row_lengths()
-            return values, lengths
-
-        def pack_numpy(ev, el, dv, dl, lv):
-            enc_rows = np.split(ev, np.cumsum(el)[:-1])
-            dec_rows = np.split(dv, np.cumsum(dl)[:-1])
-            lab_rows = np.split(lv, np.cumsum(dl)[:-1])
-            packed = pack_pairs(enc_rows, dec_rows, lab_rows, length)
+    def pack(enc, dec, lab):  # ragged [window, None] each
+        def pack_numpy(enc_values, enc_lengths, dec_values, dec_lengths, lab_values):
+            enc_cuts, dec_cuts = np.cumsum(enc_lengths)[:-1], np.cumsum(dec_lengths)[:-1]
+            packed = pack_pairs(np.split(enc_values, enc_cuts), np.split(dec_values, dec_cuts),
+                                np.split(lab_values, dec_cuts), length)
             return tuple(packed[key] for key in _PACKED_KEYS)
 
         arrays = tf.numpy_function(
-            pack_numpy, [*split(enc), *split(dec), lab.flat_values],
+            pack_numpy, [enc.flat_values, enc.row_lengths(), dec.flat_values,
+                         dec.row_lengths(), lab.flat_values],
             [tf.int32] * len(_PACKED_KEYS), stateful=False)
         for array in arrays:
             array.set_shape([None, length])

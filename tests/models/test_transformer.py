@@ -298,3 +298,6 @@ def test_packed_pairs_get_their_own_logits_and_never_their_neighbours(position_e
     other = to_numpy(model(_packed_row(changed)[0]))[0]
     for i, span in enumerate(where):
         assert np.array_equal(other[span], logits[span]) == (i != 1), i
+    partial = {k: v for k, v in row.items() if k != "decoder_positions"}
+    with pytest.raises(ValueError, match="Packed rows need all of .* received only"):
+        model(partial)
