@@ -343,6 +343,19 @@ def runs_at_once(args, jobs):
     return min(len(jobs) if args.side_by_side else args.jobs, len(jobs))
 
 
+def child_arguments(args, paths, n, system, flags, job_dir):
+    """The `quality.py --only` arguments of one job. The recipe flags go as
+    `--recipe-flags=FLAGS`, so that a setting of one flag (`--no-pack`) is
+    not taken for an option of its own."""
+    return ["--tsv", args.tsv, "--budget-minutes", str(args.budget_minutes),
+            "--curve-sentences", str(args.curve_sentences),
+            "--only", system, "--workdir", job_dir,
+            "--files", paths["train"][n], paths["validation"], paths["test"],
+            f"--recipe-flags={flags}",
+            *(["--max-test-sentences", str(args.max_test_sentences)]
+              if args.max_test_sentences else [])]
+
+
 def run_jobs(args, jobs, paths):
     """Runs the jobs, `--jobs` at a time (each pinned to its share of the
     CPUs when more than one runs at once, or with --side-by-side), one
@@ -358,14 +371,8 @@ def run_jobs(args, jobs, paths):
         while pending and free:
             n, name, system, flags, job_dir = pending.pop(0)
             slot = free.pop(0)
-            command = [sys.executable, os.path.abspath(__file__), "--tsv", args.tsv,
-                       "--budget-minutes", str(args.budget_minutes),
-                       "--curve-sentences", str(args.curve_sentences),
-                       "--only", system, "--workdir", job_dir,
-                       "--files", paths["train"][n], paths["validation"], paths["test"],
-                       "--recipe-flags", flags,
-                       *(["--max-test-sentences", str(args.max_test_sentences)]
-                         if args.max_test_sentences else [])]
+            command = [sys.executable, os.path.abspath(__file__),
+                       *child_arguments(args, paths, n, system, flags, job_dir)]
             pinned = set(cpus[slot * share:(slot + 1) * share]) if share else None
             where = f" on CPUs {sorted(pinned)}" if pinned else ""
             print(f"=== {name}, {n:,} training pairs: {args.budget_minutes:g} min of "

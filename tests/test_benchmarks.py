@@ -322,6 +322,11 @@ def test_quality_corpus_size_splits_and_runs(tmp_path, text_files):
         (1000, "d0.3", "keras_attention", "--steps-per-epoch 50 --dropout 0.3"),
         (1000, "kerasio", "kerasio", "--steps-per-epoch 50")]
     assert len({job[-1] for job in jobs}) == len(jobs)  # a directory each
+    # Each job's own process reads its flags back, a lone `--no-pack` too.
+    for flags in ("--no-pack", "--steps-per-epoch 50 --dropout 0.3", ""):
+        child = quality.parse_args(quality.child_arguments(
+            args, paths, 300, "keras_attention", flags, str(tmp_path / "job")))
+        assert child.recipe_flags == flags and child.only == "keras_attention"
     for bad in (["--setting", "no-equals-sign"], ["--setting", "a b=--x"],
                 ["--setting", "x=", "--setting", "x=--y"], ["--setting", "kerasio="],
                 ["--jobs", "0"], ["--train-pairs", "0"]):
