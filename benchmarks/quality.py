@@ -87,7 +87,8 @@ def parse_args(argv=None):
                         help="where runs and hypotheses go (default: runs/quality)")
     parser.add_argument("--recipe-flags", default="",
                         help="extra train.py flags for this recipe, e.g. '--dropout 0.2' "
-                        "(for measuring other settings)")
+                        "(for measuring other settings); a single flag goes with '=': "
+                        "--recipe-flags=--no-pack")
     parser.add_argument("--side-by-side", action="store_true",
                         help="train the systems at the same time, each pinned to its own "
                         "half of the CPUs (fair to both; halves the time the benchmark takes)")
