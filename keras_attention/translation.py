@@ -74,6 +74,9 @@ def _search_batch(rows, limit, jit_compile, batch_size):
     return _pad_to_bucket(rows, default_bucket_boundaries(limit), batch_rows)
 
 
+# Packed rows `Translator.preprocess` shuffles at a time (each epoch anew).
+_PACKED_ROWS_SHUFFLE = 4096
+
 # Compiled searches per model and settings: repeated `translate` calls reuse
 # the traced graphs instead of tracing a new tf.function each time.
 _SEARCHES = weakref.WeakKeyDictionary()
@@ -555,17 +558,29 @@ class Translator:
         `max_length` tokens instead of padding each pair to its bucket
         (`make_batches(pack=True)`; the model reads the rows' segment ids
         and positions): almost no padding, for corpora of short sentences.
+        With `shuffle`, the pairs are then shuffled and packed once (the
+        same rows every epoch, as the epoch's length must not change) and
+        the rows are shuffled anew each epoch.
         """
         from keras_attention.data import make_batches
 
         pairs = _as_pairs(pairs)
         if shuffle:
-            pairs = pairs.shuffle(100_000, seed=seed, reshuffle_each_iteration=True)
+            # Packing 2,048 pairs at a time, a new order of the pairs would
+            # make a few more or fewer rows, hence batches, each epoch.
+            pairs = pairs.shuffle(100_000, seed=seed, reshuffle_each_iteration=not pack)
         # training=False keeps each bucket's last partial batch: a handful of
-        # pairs is enough to fine-tune on.
+        # pairs is enough to fine-tune on. Packed, the pairs must also reach
+        # the packing in one order (deterministic maps).
         batches = make_batches(pairs, self.source_tokenizer, self.target_tokenizer,
                                max_length=self.model.max_length, length_policy="truncate",
-                               batch_tokens=batch_tokens, training=False, pack=pack)
+                               batch_tokens=batch_tokens, training=False, pack=pack,
+                               deterministic=pack)
+        if pack and shuffle:  # first-fit decreasing orders each window's rows by length
+            rows = max(1, batch_tokens // self.model.max_length)
+            batches = (batches.unbatch()
+                       .shuffle(_PACKED_ROWS_SHUFFLE, seed=seed, reshuffle_each_iteration=True)
+                       .batch(rows).prefetch(tf.data.AUTOTUNE))
         # Each bucket gives ceil(pairs / batch size) batches in any order, so
         # one count holds for every epoch. Told it, Keras knows each epoch's
         # length (an unknown one ends the first epoch with its "Your input

@@ -243,24 +243,50 @@ def test_fit_skips_pairs_with_a_blank_side(small, caplog):
         small.preprocess(tf.data.Dataset.from_tensor_slices(([1, 2], [3, 4])))
 
 
+def _pairs_of(batches):
+    """The sorted `(source tokens, labels)` of every pair in `batches`, packed
+    or bucketed."""
+    found = []
+    for x, y in batches:
+        x = {key: value.numpy() for key, value in x.items()}
+        segments = x.get("decoder_segment_ids", (x["decoder_tokens"] != 0).astype(int))
+        sources = x.get("encoder_segment_ids", (x["encoder_tokens"] != 0).astype(int))
+        for r in range(len(y)):
+            for s in set(segments[r].tolist()) - {0}:
+                found.append((tuple(x["encoder_tokens"][r][sources[r] == s]),
+                              tuple(y.numpy()[r][segments[r] == s])))
+    return sorted(found)
+
+
+def test_packed_epochs_keep_their_length(small):
+    """`preprocess(pack=True)` on more pairs than one packing window (2,048):
+    every epoch has the length Keras was told and holds every pair once, in
+    rows shuffled anew each epoch. (Shuffling the pairs anew each epoch
+    packed them into a few rows more or fewer, and the first epoch failed
+    its cardinality assertion.)"""
+    rng = np.random.default_rng(0)
+    words = [(e.split(), s.split()) for e, s in zip(ENGLISH, SPANISH)]
+    pairs = []
+    for _ in range(5000):  # prefixes of random pairs: varied lengths
+        english, spanish = words[rng.integers(len(words))]
+        pairs.append((" ".join(english[: rng.integers(1, len(english) + 1)]),
+                      " ".join(spanish[: rng.integers(1, len(spanish) + 1)])))
+    batches = small.preprocess(pairs, batch_tokens=16, seed=3, pack=True)  # one row a batch
+    epochs = [[(x["encoder_tokens"].numpy().tobytes(), y.numpy().tobytes())
+               for x, y in batches] for _ in range(3)]
+    assert all(len(rows) == int(batches.cardinality()) for rows in epochs)
+    assert epochs[0] != epochs[1] and sorted(epochs[0]) == sorted(epochs[1]) == sorted(epochs[2])
+    assert _pairs_of(batches) == _pairs_of(small.preprocess(pairs, batch_tokens=64,
+                                                            shuffle=False))
+
+
 @pytest.mark.slow  # trains a tiny translator for two epochs
 def test_fit_on_packed_rows(small):
     """`preprocess(pack=True)` (hence `fit(pack=True)`): the same pairs,
     several to a row of the model's max_length, with the segment ids and
     positions the model reads; `fit` trains on them."""
     pairs = list(zip(ENGLISH, SPANISH))
-
-    def pairs_of(batches):
-        found = []
-        for x, y in batches:
-            x = {key: value.numpy() for key, value in x.items()}
-            segments = x.get("decoder_segment_ids", (x["decoder_tokens"] != 0).astype(int))
-            sources = x.get("encoder_segment_ids", (x["encoder_tokens"] != 0).astype(int))
-            for r in range(len(y)):
-                for s in set(segments[r].tolist()) - {0}:
-                    found.append((tuple(x["encoder_tokens"][r][sources[r] == s]),
-                                  tuple(y.numpy()[r][segments[r] == s])))
-        return sorted(found)
+    pairs_of = _pairs_of
 
     packed = small.preprocess(pairs, batch_tokens=64, shuffle=False, pack=True)
     shapes = {tuple(y.shape) for _, y in packed}
