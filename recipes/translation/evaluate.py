@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Score a trained run (or one of its checkpoints) with sacreBLEU.
+"""Score a trained run (or one of its checkpoints, or their average) with sacreBLEU.
 
 Translates a split of the run's dataset, or your own source file against a
 reference file, with beam search; writes hypotheses.<name>.txt and
@@ -9,6 +9,8 @@ Examples:
   python recipes/translation/evaluate.py --workdir runs/translation
   python recipes/translation/evaluate.py --workdir runs/translation --split validation \\
       --checkpoint runs/translation/checkpoints/ckpt-3000.weights.h5
+  python recipes/translation/evaluate.py --workdir runs/translation \\
+      --checkpoint runs/translation/checkpoints/ckpt-*.weights.h5
   python recipes/translation/evaluate.py --workdir runs/translation \\
       --source-file my.en --reference-file my.es --output-dir eval/
 """
@@ -29,8 +31,9 @@ def main(argv=None):
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--workdir", required=True, help="the run directory of train.py")
-    parser.add_argument("--checkpoint", help="a checkpoints/ckpt-<step>.weights.h5 file "
-                        "(default: the run's final model.keras)")
+    parser.add_argument("--checkpoint", nargs="+", metavar="CHECKPOINT",
+                        help="a checkpoints/ckpt-<step>.weights.h5 file, or several: their "
+                        "average (default: the run's final model.keras)")
     parser.add_argument("--split", choices=("train", "validation", "test"),
                         help="split of the run's dataset (default: the run's --eval-split)")
     parser.add_argument("--source-file", help="your own source sentences, one per line")

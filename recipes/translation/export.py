@@ -50,8 +50,9 @@ def main(argv=None):
         prog="export.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--workdir", required=True, help="the run directory of train.py")
-    parser.add_argument("--checkpoint", help="a checkpoints/ckpt-<step>.weights.h5 file "
-                        "(default: the run's final model.keras)")
+    parser.add_argument("--checkpoint", nargs="+", metavar="CHECKPOINT",
+                        help="a checkpoints/ckpt-<step>.weights.h5 file, or several: their "
+                        "average (default: the run's final model.keras)")
     parser.add_argument("--format", choices=("savedmodel", "ctranslate2"), default="savedmodel",
                         help="a SavedModel for TF Serving, or a CTranslate2 model directory "
                         "(default: savedmodel)")

@@ -578,8 +578,9 @@ def preset_metadata(config, metrics):
 def load_translator(workdir, checkpoint=None):
     """`(config, translator)` of a run directory: its final model through
     `Translator.from_preset`, or the weights of `checkpoint` (a
-    `.weights.h5` file; the latest checkpoint when the run has no
-    `model.keras` yet), with the run's tokenizers and decoding settings."""
+    `.weights.h5` file, or a list of them, averaged; the latest checkpoint
+    when the run has no `model.keras` yet), with the run's tokenizers and
+    decoding settings."""
     config_path = os.path.join(workdir, "config.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{workdir} is not a run directory: it has no config.json.")
@@ -591,9 +592,15 @@ def load_translator(workdir, checkpoint=None):
         if not checkpoints:
             raise FileNotFoundError(f"{workdir} has neither model.keras nor checkpoints/.")
         checkpoint = checkpoints[-1]
+    paths = list(checkpoint) if isinstance(checkpoint, (list, tuple)) else [checkpoint]
+    if not paths:
+        raise ValueError("`checkpoint` is an empty list; give one or more .weights.h5 files.")
     source_tokenizer, target_tokenizer = load_tokenizers(os.path.join(workdir, "vocab"))
     model = build_model(config, source_tokenizer.vocabulary_size, target_tokenizer.vocabulary_size)
-    load_weights_checked(model, checkpoint)
+    if len(paths) == 1:
+        load_weights_checked(model, paths[0])
+    else:
+        average_checkpoints(model, paths)
     return config, Translator(model, source_tokenizer, target_tokenizer,
                               **decoding_settings(config))
 
@@ -666,10 +673,11 @@ def write_html(translator, sentences, path, target=None):
 
 def evaluate_run(workdir, checkpoint=None, split=None, source_file=None, reference_file=None,
                  output_dir=None, decoding=None, verbose=1):
-    """Scores a run directory (or one of its checkpoints) on a split or on
-    given files; writes `<output_dir>/hypotheses.<name>.txt` and
-    `<output_dir>/scores.<name>.json`. Returns the scores. `decoding`: the
-    decoding settings that replace the run's (`Translator.with_settings`)."""
+    """Scores a run directory (or one of its checkpoints, or the average of
+    a list of them) on a split or on given files; writes
+    `<output_dir>/hypotheses.<name>.txt` and `<output_dir>/scores.<name>.json`.
+    Returns the scores. `decoding`: the decoding settings that replace the
+    run's (`Translator.with_settings`)."""
     config, translator = load_translator(workdir, checkpoint)
     translator = translator.with_settings(**(decoding or {}))
     config = dataclasses.replace(config, **translator.get_config())
@@ -691,7 +699,9 @@ def evaluate_run(workdir, checkpoint=None, split=None, source_file=None, referen
     result = score(translator, corpus, config, workdir, split=split, sources=sources,
                    references=references,
                    output_prefix=os.path.join(output_dir, f"hypotheses.{name}"), verbose=verbose)
-    result["checkpoint"] = checkpoint or "model.keras"
+    paths = checkpoint if isinstance(checkpoint, (list, tuple)) else [checkpoint]
+    result["checkpoint"] = ("model.keras" if checkpoint is None else str(paths[0])
+                            if len(paths) == 1 else [str(p) for p in paths])
     result["decoding"] = translator.get_config()
     scores_path = os.path.join(output_dir, f"scores.{name}.json")
     _write_json(scores_path, result)

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 
@@ -26,7 +27,12 @@ from recipes.translation.config import (
     check_config,
     config_from_args,
 )
-from recipes.translation.train_lib import _check_workdir, evaluate_run, train_and_evaluate
+from recipes.translation.train_lib import (
+    _check_workdir,
+    evaluate_run,
+    load_translator,
+    train_and_evaluate,
+)
 from tests.helpers import FRESH_PROCESS, TINY, checksums, free_ports, run_main, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -239,17 +245,34 @@ def test_evaluate_a_split_files_and_a_checkpoint(tiny_run, text_files, tmp_path)
     assert (tmp_path / "scores.test.en.json").is_file()
 
 
+def test_several_checkpoints_are_averaged(tiny_run):
+    """`load_translator` (hence evaluate.py and export.py `--checkpoint A B`)
+    averages several checkpoints element-wise."""
+    _, workdir, _ = tiny_run
+    paths = [str(workdir / f"checkpoints/ckpt-{step}.weights.h5") for step in (6, 12)]
+    each = [[w.numpy() for w in load_translator(str(workdir), path)[1].model.weights]
+            for path in paths]
+    averaged = load_translator(str(workdir), paths)[1].model.weights
+    assert not all(np.array_equal(a, b) for a, b in zip(*each))
+    for a, b, mean in zip(*each, averaged):
+        expected = (a.astype(np.float64) + b) / 2 if np.issubdtype(a.dtype, np.floating) else b
+        np.testing.assert_array_equal(mean.numpy(), expected.astype(a.dtype))
+    with pytest.raises(ValueError, match="empty list"):
+        load_translator(str(workdir), [])
+
+
 def test_evaluate_command_line(tiny_run, tmp_path):
     config, workdir, _ = tiny_run
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}  # as a user's
+    checkpoints = [str(workdir / f"checkpoints/ckpt-{step}.weights.h5") for step in (6, 12)]
     result = subprocess.run(
         [sys.executable, EVALUATE, "--workdir", str(workdir), "--split", "test", "--quiet",
-         "--output-dir", str(tmp_path), "--early-stopping", "true"],
+         "--output-dir", str(tmp_path), "--early-stopping", "true", "--checkpoint", *checkpoints],
         capture_output=True, text=True, timeout=300, check=False, cwd=ROOT, env=env,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     scores = json.loads(result.stdout[result.stdout.index("{"):])
-    assert scores["eval_split"] == "test"
+    assert scores["eval_split"] == "test" and scores["checkpoint"] == checkpoints  # averaged
     assert scores["decoding"] == {"beam_size": config.beam_size,  # the run's, but the flag's
                                   "length_penalty": config.length_penalty,
                                   "max_output_length": None, "early_stopping": True}
