@@ -286,14 +286,13 @@ def test_fit_on_packed_rows(small):
     several to a row of the model's max_length, with the segment ids and
     positions the model reads; `fit` trains on them."""
     pairs = list(zip(ENGLISH, SPANISH))
-    pairs_of = _pairs_of
 
     packed = small.preprocess(pairs, batch_tokens=64, shuffle=False, pack=True)
     shapes = {tuple(y.shape) for _, y in packed}
     assert {n for _, n in shapes} == {16} and max(b for b, _ in shapes) == 4  # 64 // 16 rows
-    assert pairs_of(packed) == pairs_of(small.preprocess(pairs, batch_tokens=64,
-                                                         shuffle=False))
-    assert len(pairs_of(packed)) == len(pairs)
+    assert _pairs_of(packed) == _pairs_of(small.preprocess(pairs, batch_tokens=64,
+                                                           shuffle=False))
+    assert len(_pairs_of(packed)) == len(pairs)
     assert sum(len(y) for _, y in packed) < len(pairs)  # some rows hold two pairs
     translator = untrained_translator()
     translator.compile(keras.optimizers.Adam(3e-3))
