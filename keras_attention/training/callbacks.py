@@ -70,6 +70,10 @@ class BestCheckpoints(keras.callbacks.Callback):
     `plateau_decay` after that many epochs without one (and again after as
     many more), through `learning_rate_factor` (`PlateauFactor.factor`); each
     epoch's factor is in `scores.json`, which a resumed run restores it from.
+    With `min_steps`, an epoch that ends fewer than that many steps after the
+    last one scored (an epoch cut short by `TimeBudget` a few steps in) is not
+    scored: its weights are nearly those of the last one, and both kept would
+    count the same point twice in an average of the best checkpoints.
 
     Args:
         score_fn: callable returning a dict of float metrics.
@@ -85,6 +89,8 @@ class BestCheckpoints(keras.callbacks.Callback):
         learning_rate_factor: the variable the optimizer's schedule is
             multiplied by (`PlateauFactor.factor`); needed with
             `plateau_patience`.
+        min_steps: the fewest steps since the last scored epoch for an
+            epoch to be scored (`None`: every epoch is; the first always is).
         verbose: print the scores of each epoch.
         write: save the checkpoints and `scores.json` (False on the other
             workers of a multi-worker run: they score and stop alike, the
@@ -93,9 +99,10 @@ class BestCheckpoints(keras.callbacks.Callback):
 
     def __init__(self, score_fn, directory, step_fn, monitor="bleu", keep=1, patience=None,
                  min_delta=0.0, plateau_patience=None, plateau_decay=0.5,
-                 learning_rate_factor=None, verbose=1, write=True):
+                 learning_rate_factor=None, min_steps=None, verbose=1, write=True):
         super().__init__()
         check_positive_int("keep", keep)
+        check_positive_int("min_steps", min_steps, allow_none=True)
         check_positive_int("patience", patience, allow_none=True)
         check_positive_int("plateau_patience", plateau_patience, allow_none=True)
         if plateau_patience is not None:
@@ -115,10 +122,12 @@ class BestCheckpoints(keras.callbacks.Callback):
         self.keep = keep
         self.patience = patience
         self.min_delta = min_delta
+        self.min_steps = min_steps
         self.verbose = verbose
         self.write = write
         self.history = self._read_scores()  # [{"step": int, "bleu": ..., ...}], oldest first
         self.stopped_early = False
+        self._unscored_seconds = 0.0  # training seconds of epochs not scored (min_steps)
         if learning_rate_factor is not None and self.history:  # a resumed run
             learning_rate_factor.assign(self.history[-1].get("lr_factor", 1.0))
 
@@ -152,6 +161,14 @@ class BestCheckpoints(keras.callbacks.Callback):
         step = int(self.step_fn())
         if any(e["step"] == step for e in self.history):
             return  # scored already (an epoch that ended at the same step)
+        seconds = float((logs or {}).get("seconds", 0.0))
+        last = self.history[-1]["step"] if self.history else None
+        if self.min_steps is not None and last is not None and 0 < step - last < self.min_steps:
+            self._unscored_seconds += seconds
+            if self.verbose:
+                print(f"No validation at step {step}: {step - last} steps after the last one "
+                      f"(fewer than {self.min_steps}), nearly the same weights.", flush=True)
+            return
         scores = {name: float(value) for name, value in self.score_fn().items()}
         if self.monitor not in scores:
             raise ValueError(f"score_fn returned {sorted(scores)}, without the monitored "
@@ -159,8 +176,9 @@ class BestCheckpoints(keras.callbacks.Callback):
         previous_best = max((e[self.monitor] for e in self.history), default=-math.inf)
         # Training seconds so far (the trainer's epoch `seconds`, which leave
         # out validation): with the scores, the run's time-to-BLEU curve.
-        seconds = (self.history[-1].get("train_seconds", 0.0) if self.history else 0.0) + float(
-            (logs or {}).get("seconds", 0.0))
+        seconds += self._unscored_seconds + (
+            self.history[-1].get("train_seconds", 0.0) if self.history else 0.0)
+        self._unscored_seconds = 0.0
         self.history.append({"step": step, "epoch": epoch + 1, **scores,
                              "train_seconds": round(seconds, 2)})
         if logs is not None:

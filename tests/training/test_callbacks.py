@@ -132,11 +132,49 @@ def test_plateau_lowers_the_learning_rate_and_a_resumed_run_keeps_it(tmp_path):
     assert float(restored.factor.numpy()) == 0.25 and restored.schedule.d_model == 4
 
 
+def test_best_checkpoints_skip_an_epoch_cut_a_few_steps_in(tmp_path, capsys):
+    """min_steps: an epoch that ends fewer than `min_steps` steps after the last
+    scored one (a time budget cutting the last epoch a few steps in) is not
+    scored, so nearly the same weights are never kept twice among the best;
+    its training seconds count in the next score's. The first epoch is always
+    scored; without min_steps every epoch is."""
+    def run(min_steps, steps, verbose=0):
+        calls = []
+
+        def score_fn():
+            calls.append(len(calls))
+            return {"bleu": float(len(calls))}  # each later epoch better
+
+        step = iter(steps)
+        best = BestCheckpoints(score_fn, str(tmp_path / f"best-{min_steps}-{steps[0]}"),
+                               lambda: next(step), keep=3, min_steps=min_steps,
+                               verbose=verbose)
+        best.set_model(_model())
+        for epoch in range(len(steps)):
+            best.on_epoch_end(epoch, {"seconds": 1.0})
+        return best, len(calls)
+
+    best, scored = run(5, [10, 20, 22, 30, 40, 43], verbose=1)
+    assert scored == 4 and [e["step"] for e in best.history] == [10, 20, 30, 40]
+    assert [e["train_seconds"] for e in best.history] == [1.0, 2.0, 4.0, 5.0]
+    assert sorted(os.listdir(best.directory)) == [
+        "ckpt-20.weights.h5", "ckpt-30.weights.h5", "ckpt-40.weights.h5", "scores.json"]
+    out = capsys.readouterr().out
+    assert "No validation at step 22: 2 steps after the last one (fewer than 5)" in out
+    assert "No validation at step 43: 3 steps after" in out
+    plain, scored = run(None, [10, 20, 22, 30, 40, 43])
+    assert scored == 6 and [e["step"] for e in plain.best()] == [43, 40, 30]
+    first, scored = run(5, [2, 4, 9])  # the first epoch is scored however short
+    assert [e["step"] for e in first.history] == [2, 9]
+
+
 def test_best_checkpoints_errors(tmp_path):
     with pytest.raises(ValueError, match="`keep` must be a positive integer"):
         BestCheckpoints(dict, str(tmp_path), int, keep=0)
     with pytest.raises(ValueError, match="`patience`"):
         BestCheckpoints(dict, str(tmp_path), int, patience=0)
+    with pytest.raises(ValueError, match="`min_steps`"):
+        BestCheckpoints(dict, str(tmp_path), int, min_steps=0)
     with pytest.raises(ValueError, match="needs the `learning_rate_factor` variable"):
         BestCheckpoints(dict, str(tmp_path), int, plateau_patience=2)
     with pytest.raises(ValueError, match="`plateau_decay` must be in"):
