@@ -275,9 +275,10 @@ def _best_checkpoints_callback(config, workdir, corpus, translator, step_fn, chi
         os.path.join(workdir, "checkpoints", "best"), step_fn, monitor="bleu", keep=keep,
         patience=config.early_stopping_patience, plateau_patience=config.plateau_patience,
         plateau_decay=config.plateau_decay, learning_rate_factor=learning_rate_factor,
-        # An epoch the time budget cuts short within a quarter of
-        # --steps-per-epoch is not validated: its weights are nearly the last
-        # epoch's, and both among the best would count twice in the average.
+        # An epoch cut short (by the time budget, or a --steps that is no
+        # multiple of --steps-per-epoch) under a quarter of --steps-per-epoch
+        # after the last validation is not validated: its weights are nearly
+        # the last epoch's, and both among the best would count twice.
         min_steps=max(1, config.steps_per_epoch // 4),
         # Every worker scores (they agree, and stop alike); the chief writes.
         verbose=verbose, write=chief,
