@@ -127,7 +127,10 @@ class BestCheckpoints(keras.callbacks.Callback):
         self.write = write
         self.history = self._read_scores()  # [{"step": int, "bleu": ..., ...}], oldest first
         self.stopped_early = False
-        self._unscored_seconds = 0.0  # training seconds of epochs not scored (min_steps)
+        # Training seconds so far (the trainer's epoch `seconds`, which leave
+        # out validation), epochs not scored included: with the scores, the
+        # run's time-to-BLEU curve. A resumed run goes on from its last entry.
+        self._train_seconds = self.history[-1].get("train_seconds", 0.0) if self.history else 0.0
         if learning_rate_factor is not None and self.history:  # a resumed run
             learning_rate_factor.assign(self.history[-1].get("lr_factor", 1.0))
 
@@ -161,10 +164,9 @@ class BestCheckpoints(keras.callbacks.Callback):
         step = int(self.step_fn())
         if any(e["step"] == step for e in self.history):
             return  # scored already (an epoch that ended at the same step)
-        seconds = float((logs or {}).get("seconds", 0.0))
+        self._train_seconds += float((logs or {}).get("seconds", 0.0))
         last = self.history[-1]["step"] if self.history else None
         if self.min_steps is not None and last is not None and 0 < step - last < self.min_steps:
-            self._unscored_seconds += seconds
             if self.verbose:
                 print(f"No validation at step {step}: {step - last} steps after the last one "
                       f"(fewer than {self.min_steps}), nearly the same weights.", flush=True)
@@ -174,13 +176,8 @@ class BestCheckpoints(keras.callbacks.Callback):
             raise ValueError(f"score_fn returned {sorted(scores)}, without the monitored "
                              f"{self.monitor!r}.")
         previous_best = max((e[self.monitor] for e in self.history), default=-math.inf)
-        # Training seconds so far (the trainer's epoch `seconds`, which leave
-        # out validation): with the scores, the run's time-to-BLEU curve.
-        seconds += self._unscored_seconds + (
-            self.history[-1].get("train_seconds", 0.0) if self.history else 0.0)
-        self._unscored_seconds = 0.0
         self.history.append({"step": step, "epoch": epoch + 1, **scores,
-                             "train_seconds": round(seconds, 2)})
+                             "train_seconds": round(self._train_seconds, 2)})
         if logs is not None:
             logs.update({f"val_{name}": value for name, value in scores.items()})
         improved = scores[self.monitor] > previous_best + self.min_delta
