@@ -106,30 +106,120 @@ def atomic_write_text(path, text):
     _write_then_rename(write, f"{path}.tmp", path)
 
 
+def atomic_write(path, write, what=""):
+    """`write(tmp)` into a hidden temporary file in `path`'s folder (with
+    `path`'s extension, for writers that go by it, such as matplotlib), then
+    renamed to `path`: an existing `path` is replaced whole or not at all,
+    and a failed write (a full disk) leaves nothing behind and raises an
+    OSError naming `path` ("Could not write PATH: No space left on
+    device")."""
+    folder, name = os.path.split(os.fspath(path))
+    _write_then_rename(write, os.path.join(folder, f".tmp-{os.getpid()}-{name}"), path, what)
+
+
+LOCK_FILE = ".lock"
+
+
+class DirectoryInUseError(OSError):
+    """Another process holds `directory_lock` on the directory."""
+
+
+@contextlib.contextmanager
+def directory_lock(directory, command, advice="wait for it to end, or stop it"):
+    """Holds an exclusive lock on `directory` for the `with` block (created
+    when missing): `fcntl.flock` on `<directory>/.lock`, which records the
+    holder (process id, host, `command`, start time). Another holder, in this
+    process or another, gets DirectoryInUseError at once, naming the
+    holder, and `advice`. The kernel drops the lock when its process dies (no
+    stale lock); the file is removed on release, and a directory this call
+    created is removed too when nothing else was written in it (a refused
+    command leaves no trace)."""
+    import fcntl
+    import socket
+    import time
+
+    directory = os.fspath(directory)
+    created = not os.path.isdir(directory)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, LOCK_FILE)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _lock_holder(fd)
+            os.close(fd)
+            raise DirectoryInUseError(
+                f"{directory} is in use by {holder} (lock file {path}): two commands writing "
+                f"one run directory at once would corrupt it. {advice[:1].upper()}{advice[1:]}."
+            ) from None
+        try:  # the file locked is still the one at `path` (a holder removes it on release)
+            same = os.fstat(fd).st_ino == os.stat(path).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)
+    try:
+        record = {"pid": os.getpid(), "host": socket.gethostname(), "command": command,
+                  "started": time.strftime("%Y-%m-%d %H:%M:%S %z")}
+        os.write(fd, json.dumps(record).encode("utf-8"))
+        yield path
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        os.close(fd)
+        if created:
+            with contextlib.suppress(OSError):  # only when empty
+                os.rmdir(directory)
+
+
+def _lock_holder(fd):
+    """"process PID on HOST (COMMAND, since TIME)" from a lock file's record."""
+    try:
+        record = json.loads(os.pread(fd, 4096, 0).decode("utf-8"))
+        return (f"process {int(record['pid'])} on {record['host']} ({record['command']}, "
+                f"since {record['started']})")
+    except (OSError, ValueError, KeyError, TypeError):  # being written: no record yet
+        return "another process"
+
+
 class Layout:
     """What a kind of directory this package writes holds at its top level:
     `required` names (all present) and `allowed` ones (nothing else). With
     `overwrite=True` only a directory of that layout is replaced: a run
     directory, a parent folder or anyone else's files are refused."""
 
-    def __init__(self, kind, required, allowed=()):
+    def __init__(self, kind, required, allowed=(), folders=None):
         self.kind = kind
         self.required = frozenset(required)
-        self.allowed = self.required | frozenset(allowed)
+        self.folders = dict(folders or {})  # name -> the Layout of that subfolder
+        self.allowed = self.required | frozenset(allowed) | frozenset(self.folders)
 
     def foreign_entries(self, directory):
-        """The top-level names of `directory` that this layout does not have
-        (missing required names are listed as `missing: name`)."""
+        """The names in `directory` that this layout does not have, down
+        into its `folders` (`assets/notes`; missing required names are listed
+        as `missing: name`): a user's file or folder anywhere in it is named."""
         names = set(os.listdir(directory))
-        return sorted(names - self.allowed) + sorted(
-            f"missing: {n}" for n in self.required - names)
+        foreign = sorted(names - self.allowed)
+        for name, layout in sorted(self.folders.items()):
+            path = os.path.join(directory, name)
+            if name not in names:
+                continue
+            if os.path.islink(path) or not os.path.isdir(path):
+                foreign.append(name)
+            else:
+                foreign += [f"{name}/{entry}" for entry in layout.foreign_entries(path)]
+        return foreign + sorted(f"missing: {n}" for n in self.required - names)
 
 
-def check_replaceable(directory, overwrite=False, layout=None):
+def check_replaceable(directory, overwrite=False, layout=None, option="overwrite=True"):
     """Raises FileExistsError when `directory` is a file, or a non-empty
     folder and not `overwrite`, or (with `overwrite` and a `layout`) a
     non-empty folder that is not of that layout: overwrite replaces only what
-    this package wrote there itself."""
+    this package wrote there itself. `option`: what the caller's user passes
+    to replace it (`overwrite=True`, a command's `--overwrite`), named in the
+    message; None where the call has no such option."""
     if not os.path.exists(directory):
         return
     if not os.path.isdir(directory):
@@ -139,15 +229,16 @@ def check_replaceable(directory, overwrite=False, layout=None):
     if not os.listdir(directory):
         return
     if not overwrite:
-        raise FileExistsError(f"{directory} exists; pass overwrite=True to replace it.")
+        advice = f"pass {option} to replace it" if option else "choose another path"
+        raise FileExistsError(f"{directory} exists; {advice}.")
     if layout is not None:
         foreign = layout.foreign_entries(directory)
         if foreign:
             shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
             raise FileExistsError(
-                f"{directory} is not a {layout.kind} directory ({shown}); overwrite=True "
-                f"replaces only a {layout.kind} this package wrote, never a run directory "
-                "or another folder. Choose a new or empty path.")
+                f"{directory} is not a {layout.kind} directory ({shown}); "
+                f"{option or 'overwriting'} replaces only a {layout.kind} this package wrote, "
+                "never a run directory or another folder. Choose a new or empty path.")
 
 
 def _pid_alive(pid):
@@ -186,18 +277,18 @@ def recover_leftovers(directory, prefix):
 
 
 @contextlib.contextmanager
-def atomic_directory(directory, prefix, overwrite=False, layout=None):
+def atomic_directory(directory, prefix, overwrite=False, layout=None, option="overwrite=True"):
     """Yields a temporary folder (`<prefix><name>.<pid>.new-*`) next to
     `directory` to write into; when the block ends it becomes `directory`
     (replacing an existing one), and when the block raises it is removed:
     the directory appears complete or not at all. An existing non-empty
     `directory` (or a file there) raises FileExistsError first, unless
     `overwrite` and (given a `layout`) it is of that layout
-    (`check_replaceable`). What a killed earlier call left behind is cleaned
-    up first (`recover_leftovers`)."""
+    (`check_replaceable`, whose message names `option`). What a killed
+    earlier call left behind is cleaned up first (`recover_leftovers`)."""
     directory = os.fspath(directory)
     recover_leftovers(directory, prefix)
-    check_replaceable(directory, overwrite, layout)
+    check_replaceable(directory, overwrite, layout, option)
     parent, name = os.path.split(os.path.abspath(directory))
     os.makedirs(parent, exist_ok=True)
     stem = f"{prefix}{name}.{os.getpid()}."
@@ -211,7 +302,7 @@ def atomic_directory(directory, prefix, overwrite=False, layout=None):
             raise OSError(e.errno, f"Could not write {directory}: {e.strerror or e}; nothing "
                           "was left there.") from None
         # Checked again: the folder may have changed while `tmp` was written.
-        check_replaceable(directory, overwrite, layout)
+        check_replaceable(directory, overwrite, layout, option)
         if os.path.isdir(directory):
             # Renamed aside first, then removed: `directory` is never half
             # deleted (a kill between the two renames leaves the old one
@@ -250,6 +341,33 @@ def file_inside(directory, prefix, config, key):
         raise ValueError(f"{config_path}: {key} must be a file name inside {directory} (no "
                          f"folders); received {name!r:.100}. A tokenizer reads only its own "
                          "folder.")
-    # (A link is followed: Hugging Face's hub cache links each file of a
-    # snapshot to its blob, outside the snapshot's folder.)
-    return os.path.join(directory, name)
+    return path_inside(directory, name, config_path)
+
+
+def _hub_blob(directory, real):
+    """Whether `real` (a resolved path) is a blob of the Hugging Face hub
+    cache whose snapshot holds `directory` (`<repo>/snapshots/<rev>/...`
+    links each file to `<repo>/blobs/<hash>`, a plain file)."""
+    parts = os.path.abspath(directory).split(os.sep)
+    if "snapshots" not in parts:
+        return False
+    repo = os.sep.join(parts[: len(parts) - 1 - parts[::-1].index("snapshots")])
+    blobs = os.path.join(repo, "blobs")
+    return (not os.path.islink(blobs) and os.path.isdir(blobs)
+            and os.path.dirname(real) == os.path.realpath(blobs))
+
+
+def path_inside(directory, name, what=None):
+    """`directory`/`name`, refused (ValueError naming `what`, the file that
+    names it, and `name`) when it resolves outside `directory`: a preset
+    must never make this package read outside it (a link to ~/.ssh, to
+    /etc). The one exception: Hugging Face's hub cache, which links each
+    file of a snapshot to its blob (`_hub_blob`)."""
+    path = os.path.join(directory, name)
+    real, root = os.path.realpath(path), os.path.realpath(directory)
+    if (os.path.commonpath([real, root]) != root or real == root) and not _hub_blob(
+            directory, real):
+        raise ValueError(f"{what or path}: {name!r:.100} leads outside {directory} (a link or a "
+                         "path to elsewhere); a preset's files must be inside it. Copy the "
+                         "file into the folder instead of linking it.")
+    return path

@@ -10,7 +10,6 @@ import inspect
 import math
 import typing
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
@@ -19,14 +18,18 @@ from keras_attention.data.text_files import (
     HOLDOUT_MAX_PAIRS,
     IN_MEMORY_PAIRS,
     SAMPLE_PAIRS,
-    SPLIT_IDS,
+    STRIP_PATTERN,
+    check_unchanged,
     grouped_split,
     read_text,
     resolve_files,
     scan_text,
+    split_buckets,
 )
 
 SPLITS = ("train", "validation", "test")
+# Lines a streamed split reads, strips and places per vectorized step.
+_STREAM_BATCH = 1024
 
 
 @typing.runtime_checkable
@@ -191,14 +194,9 @@ def bundled_corpus(data_dir=None):
     return TfdsCorpus(KerasAttentionEnEs.name, "en", "es", data_dir=data_dir)
 
 
-# Python's str.strip() whitespace, in RE2 (what the reader strips), and the
-# UTF-8 byte-order mark the reader drops at the start of a file.
-_SPACE = r"[\s\x{0b}\x{1c}-\x{1f}\x{85}\p{Z}]"
-_STRIP = rf"^\x{{feff}}?{_SPACE}*|{_SPACE}+$"
-
-
 def _strip(text):
-    return tf.strings.regex_replace(text, _STRIP, "")
+    """What the Python reader strips (`text_files.STRIP_PATTERN`)."""
+    return tf.strings.regex_replace(text, STRIP_PATTERN, "")
 
 
 class TextFilesCorpus:
@@ -225,8 +223,12 @@ class TextFilesCorpus:
         sample_pairs: the most pairs `sample` gives of a streamed split.
 
     The files are read and checked when the corpus is created (one pass,
-    holding a byte per line when streamed), so that a bad file stops a run
-    before it writes anything; `sizes` then holds each split's exact count.
+    keeping only the held-out pairs and a sample when streamed), so that a
+    bad file stops a run before it writes anything; `sizes` then holds each
+    split's exact count. A streamed holdout is keyed by the source
+    sentence's text, never by line number: a file edited after the scan
+    cannot stream a held-out sentence into training (the stream warns that
+    the counts are stale).
 
     Example:
 
@@ -295,7 +297,7 @@ class TextFilesCorpus:
         pipeline, else every N-th pair."""
         _check_split(split, self._splits)
         if split in self._streamed:
-            return self._stream(self._streamed[split], split, input_context)
+            return self._stream(self._streamed[split], input_context)
         text = self.texts[split]
         pairs = tf.data.Dataset.from_tensor_slices((list(text.sources), list(text.targets)))
         if input_context is not None:
@@ -324,41 +326,45 @@ class TextFilesCorpus:
         return list(text.sources[::every]), list(text.targets[::every])
 
     @staticmethod
-    def _stream(scanned, split, input_context):
+    def _stream(scanned, input_context):
+        """The pairs of `split` read from its files: a pair with a blank side
+        is skipped, and with a holdout only the pairs whose source sentence's
+        `split_buckets` falls in training are kept (keyed by content, so an
+        edit of the files after the scan cannot move a held-out sentence
+        into training; `check_unchanged` warns about the stale counts)."""
+        check_unchanged(scanned)
         text_files = scanned.text_files
-        ids = np.frombuffer(scanned.split_ids, np.uint8)
-        ends = np.cumsum(text_files.lines)
-        shards = [(*paths, end - lines, end) for paths, lines, end in
-                  zip(text_files.files, text_files.lines, ends)]
+        shards = list(text_files.files)
         by_data = input_context is not None and len(shards) < input_context.num_input_pipelines
         if input_context is not None and not by_data:
             shards = shards[input_context.input_pipeline_id::input_context.num_input_pipelines]
-        ids = tf.constant(ids)
-        columns = list(zip(*shards))
-        split_id = SPLIT_IDS[split]
 
-        def read(*shard):
-            *paths, start, end = shard
-            return tf.data.Dataset.zip((*[tf.data.TextLineDataset(p) for p in paths],
-                                        tf.data.Dataset.from_tensor_slices(ids[start:end])))
+        def read(*paths):
+            return tf.data.Dataset.zip(tuple(tf.data.TextLineDataset(p) for p in paths))
 
         lines = tf.data.Dataset.from_tensor_slices(tuple(
-            tf.constant(c, tf.string if i < len(columns) - 2 else tf.int64)
-            for i, c in enumerate(columns)))
+            tf.constant(column, tf.string) for column in zip(*shards)))
         lines = lines.interleave(read, cycle_length=min(len(shards), 8), block_length=1)
         if by_data:
             lines = lines.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-        lines = lines.filter(lambda *line: tf.equal(line[-1], split_id))
-        if text_files.kind == "aligned":
-            return lines.map(lambda s, t, _: (_strip(s), _strip(t)),
-                             num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
         source_column, target_column = text_files.columns
+        columns = max(text_files.columns) + 1
 
-        def columns_of(line, _):
-            fields = tf.strings.split(line, "\t")
-            return _strip(fields[source_column]), _strip(fields[target_column])
+        def pairs_of(*batch):  # [n] lines (or [n] source, [n] target lines), vectorized
+            if text_files.kind == "aligned":
+                sources, targets = batch
+            else:  # a short line reads as blank sides, skipped
+                fields = tf.strings.split(batch[0], "\t").to_tensor("", shape=[None, columns])
+                sources, targets = fields[:, source_column], fields[:, target_column]
+            sources, targets = _strip(sources), _strip(targets)
+            keep = (tf.strings.length(sources) > 0) & (tf.strings.length(targets) > 0)
+            if scanned.thresholds is not None:  # only "train" streams with a holdout
+                keep &= split_buckets(sources, scanned.seed) >= scanned.thresholds[1]
+            return tf.boolean_mask(sources, keep), tf.boolean_mask(targets, keep)
 
-        return lines.map(columns_of, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+        pairs = lines.batch(_STREAM_BATCH).map(pairs_of, num_parallel_calls=tf.data.AUTOTUNE,
+                                               deterministic=True)
+        return pairs.unbatch()
 
     def __repr__(self):
         described = {s: t.files for s, t in self.texts.items()}

@@ -14,20 +14,22 @@ Two ways to hold a corpus, and one rule for which (`TextFilesCorpus`):
   exactly (whole groups of pairs with the same source sentence until each
   held-out split has the pairs it asked for). For corpora up to
   `IN_MEMORY_PAIRS` lines.
-- `scan_text` reads larger corpora once, line by line, holding only a byte
-  per pair (which split it belongs to, `SPLIT_IDS`), the held-out pairs and
-  an evenly spaced sample; `TextFilesCorpus.load` then streams the training
-  pairs from the files with `tf.data`. Its holdout (`hashed_split_fraction`)
-  puts a source sentence in a split by a hash of its normalised text: the
-  same guarantee as `grouped_split` (one source sentence, compared case- and
-  space-insensitively, never in two splits) with approximate sizes, counted
-  exactly.
+- `scan_text` reads larger corpora once, line by line, keeping the held-out
+  pairs, an evenly spaced sample and the counts; `TextFilesCorpus.load` then
+  streams the training pairs from the files with `tf.data`. Its holdout
+  (`split_buckets`) puts a source sentence in a split by a hash of its
+  normalised text, computed by the same TensorFlow ops in the scan and in
+  the stream: the same guarantee as `grouped_split` (one source sentence,
+  compared case- and space-insensitively, never in two splits) with
+  approximate sizes, counted exactly. The split is keyed by content, not by
+  line number, so a file edited after the scan (lines inserted, moved,
+  appended) can never stream a held-out sentence into training; the stream
+  warns that the counts and the sample are the scan's (`check_unchanged`).
 """
 
 import codecs
 import dataclasses
 import glob
-import hashlib
 import logging
 import math
 import os
@@ -43,7 +45,7 @@ IN_MEMORY_PAIRS = 100_000
 HOLDOUT_MAX_PAIRS = 5_000
 # Pairs the vocabularies and length statistics are learned from.
 SAMPLE_PAIRS = 200_000
-# What `scan_text` records for each line: skipped (a blank side) or its split.
+# What `scan_text` counts: skipped (a blank side) or each split.
 SPLIT_IDS = {"skipped": 0, "train": 1, "validation": 2, "test": 3}
 _CHUNK = 1 << 24
 
@@ -316,14 +318,75 @@ def grouped_split(text, validation, test, seed=0, max_pairs=None):
     }
 
 
+# Python's str.strip() whitespace, in RE2 (what the reader strips), and the
+# UTF-8 byte-order mark the reader drops at the start of a file.
+SPACE_PATTERN = r"[\s\x{0b}\x{1c}-\x{1f}\x{85}\p{Z}]"
+STRIP_PATTERN = rf"^\x{{feff}}?{SPACE_PATTERN}*|{SPACE_PATTERN}+$"
+# The hashed holdout places a source sentence by an integer in
+# [0, SPLIT_BUCKETS) (exact in float64), compared with integer thresholds.
+SPLIT_BUCKETS = 1 << 53
+_SPLIT_HASH_KEY = 0x6B612D73706C6974  # the SipHash key's second half ("ka-split")
+_SCAN_BATCH = 1 << 14
+
+
+def split_buckets(sources, seed=0):
+    """The hashed holdout's key: `sources` (strings, any shape) -> int64
+    tensor of the same shape, a keyed SipHash in [0, `SPLIT_BUCKETS`) of
+    each source sentence's normalised text (stripped, spacing collapsed,
+    Unicode-lowercased: compared case- and space-insensitively). TensorFlow
+    ops, so that `scan_text` and the `tf.data` stream of `TextFilesCorpus`
+    compute the same; the same in every process and on every machine."""
+    import tensorflow as tf  # (lazily: reading files in memory needs no TensorFlow)
+
+    text = tf.strings.regex_replace(sources, STRIP_PATTERN, "")
+    text = tf.strings.regex_replace(text, SPACE_PATTERN + "+", " ")
+    text = tf.strings.lower(text, encoding="utf-8")
+    return tf.strings.to_hash_bucket_strong(text, SPLIT_BUCKETS, key=[seed, _SPLIT_HASH_KEY])
+
+
+def split_thresholds(p_test, p_held):
+    """`(test_end, held_end)`: a sentence whose `split_buckets` is below
+    `test_end` is in the test split, below `held_end` in validation, else in
+    training (`p_test`, `p_held`: the test and test + validation fractions)."""
+    return int(p_test * SPLIT_BUCKETS), int(p_held * SPLIT_BUCKETS)
+
+
 def hashed_split_fraction(source, seed=0):
     """Where the hashed holdout places the pairs of `source`: a number in
-    [0, 1) from a keyed BLAKE2b hash of its `group_key` (the same in every
-    process and on every machine); test takes [0, p_test), validation the
-    next p_validation."""
-    digest = hashlib.blake2b(group_key(source).encode("utf-8"), digest_size=8,
-                             key=str(seed).encode("ascii")).digest()
-    return int.from_bytes(digest, "little") / 2.0**64
+    [0, 1) (`split_buckets` / `SPLIT_BUCKETS`); test takes [0, p_test),
+    validation the next p_validation."""
+    return int(split_buckets([source], seed).numpy()[0]) / SPLIT_BUCKETS
+
+
+def file_stamps(text_files):
+    """`((path, size, mtime_ns), ...)` of every file of `text_files`: what
+    `check_unchanged` compares with."""
+    return tuple((path, *_stamp(path)) for shard in text_files.files for path in shard)
+
+
+def _stamp(path):
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return (None, None)
+    return (stat.st_size, stat.st_mtime_ns)
+
+
+def check_unchanged(scanned):
+    """The files of `scanned` (a `ScannedText`) that changed (size or
+    modification time) or vanished since the scan, with a warning naming
+    them. The held-out split is by content, so an edit cannot leak a
+    validation or test sentence into training; but the counts, the sample
+    and the steps per epoch are the scan's."""
+    changed = [path for path, *stamp in scanned.stamps if tuple(stamp) != _stamp(path)]
+    if changed:
+        logger.warning(
+            "%s changed since it was scanned (when the corpus was created): the held-out "
+            "validation and test sentences still stay out of training (the split is keyed by "
+            "the source sentence's text), but the pair counts, the sample and the vocabulary "
+            "are from the scan. Do not edit a corpus during a run; create the corpus again "
+            "(restart the run) to use the edited files.", " and ".join(changed))
+    return changed
 
 
 @dataclasses.dataclass
@@ -332,28 +395,33 @@ class ScannedText:
 
     Attributes:
         text_files: the `TextFiles` scanned.
-        split_ids: bytes, one per line in file order: `SPLIT_IDS` of its split.
         counts: pairs per split (exact), and "skipped" (a blank side).
         held_out: split name -> `ParallelText` of the held-out splits (or of
             the file's own split, when it is at most `in_memory` pairs).
         sample: a `ParallelText` of at most `sample_size` training pairs,
             evenly spaced over the files.
+        seed: the seed of the hashed holdout (`split_buckets`).
+        thresholds: `split_thresholds` of the holdout; `None` without one.
+        stamps: `file_stamps` at the scan (`check_unchanged`).
     """
 
     text_files: TextFiles
-    split_ids: bytes
     counts: dict
     held_out: dict
     sample: ParallelText
+    seed: int = 0
+    thresholds: tuple = None
+    stamps: tuple = ()
 
 
 def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDOUT_MAX_PAIRS,
               sample_size=SAMPLE_PAIRS, in_memory=IN_MEMORY_PAIRS):
     """One streaming pass over `text_files` (a `TextFiles` of `split`):
-    records each line's split (`hashed_split_fraction` with `holdout`'s
-    validation and test sizes, fractions or pair counts, against the line
-    count), keeps the held-out pairs and a sample, and counts. Memory: one
-    byte per line, plus what it keeps."""
+    places each pair in a split (`split_buckets` of its source against
+    `split_thresholds` of `holdout`'s validation and test sizes, fractions or
+    pair counts, against the line count), keeps the held-out pairs and a
+    sample, and counts. Memory: what it keeps."""
+    stamps = file_stamps(text_files)
     total = sum(text_files.lines)
     sizes = {name: holdout_size(size, total, f"The {name} size", max_pairs)
              for name, size in zip(("validation", "test"), holdout)}
@@ -362,30 +430,34 @@ def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDO
     if p_held >= 1:
         raise _no_training_pairs(text_files.names, sizes["validation"], sizes["test"],
                                  total, " in all")
-    own = SPLIT_IDS[split]
-    validation_id, test_id, skipped_id = (SPLIT_IDS[s] for s in ("validation", "test",
-                                                                  "skipped"))
+    thresholds = split_thresholds(p_test, p_held) if p_held else None
     stride = max(1, math.ceil(total / sample_size)) if sample_size else 0
-    ids = bytearray(total)
     counts = dict.fromkeys(SPLIT_IDS, 0)
     kept = {"validation": [], "test": [], split: []}
     sample = []
+
+    def place(pending):
+        buckets = (split_buckets([pair[0] for _, pair in pending], seed).numpy()
+                   if thresholds else [thresholds] * len(pending))
+        for (index, pair), bucket in zip(pending, buckets):
+            name = split if thresholds is None or bucket >= thresholds[1] else (
+                "test" if bucket < thresholds[0] else "validation")
+            counts[name] += 1
+            if name != split or counts[name] <= in_memory:
+                kept[name].append(pair)
+            if name == split and stride and index % stride == 0 and len(sample) < sample_size:
+                sample.append(pair)
+        pending.clear()
+
+    pending = []
     for index, pair in enumerate(iter_pairs(text_files)):
         if pair is None:
-            ids[index] = skipped_id
             counts["skipped"] += 1
             continue
-        where = own
-        if p_held:
-            u = hashed_split_fraction(pair[0], seed)
-            where = test_id if u < p_test else validation_id if u < p_held else own
-        ids[index] = where
-        name = ("train", "validation", "test")[where - 1]
-        counts[name] += 1
-        if name != split or counts[name] <= in_memory:
-            kept[name].append(pair)
-        if where == own and stride and index % stride == 0 and len(sample) < sample_size:
-            sample.append(pair)
+        pending.append((index, pair))
+        if len(pending) == _SCAN_BATCH:
+            place(pending)
+    place(pending)
     _warn_skipped(counts["skipped"], text_files.names)
     if not counts[split]:
         if p_held:
@@ -402,6 +474,5 @@ def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDO
                            else split)
                 for name, pairs in kept.items()
                 if pairs and (name != split or counts[name] <= in_memory)}
-    return ScannedText(text_files, bytes(ids), {k: v for k, v in counts.items() if v or k ==
-                                                 "skipped"},
-                       held_out, text(sample, f"{split} sample"))
+    return ScannedText(text_files, {k: v for k, v in counts.items() if v or k == "skipped"},
+                       held_out, text(sample, f"{split} sample"), seed, thresholds, stamps)

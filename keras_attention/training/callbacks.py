@@ -7,6 +7,7 @@ Both work with the recipe's `Trainer` and with `Model.fit` (they only use
 """
 
 import json
+import logging
 import math
 import os
 import time
@@ -15,6 +16,8 @@ import keras
 
 from keras_attention._io import atomic_write_text, read_json, save_weights_atomic
 from keras_attention._validation import check_positive_int
+
+logger = logging.getLogger("keras_attention")
 
 
 class TimeBudget(keras.callbacks.Callback):
@@ -74,6 +77,9 @@ class BestCheckpoints(keras.callbacks.Callback):
     last one scored (an epoch cut short by `TimeBudget` a few steps in) is not
     scored: its weights are nearly those of the last one, and both kept would
     count the same point twice in an average of the best checkpoints.
+    A score that is not a finite number (NaN from a diverged model) ranks
+    worst, with a warning: it never counts as an improvement and its
+    checkpoint is never kept as one of the best.
 
     Args:
         score_fn: callable returning a dict of float metrics.
@@ -141,16 +147,46 @@ class BestCheckpoints(keras.callbacks.Callback):
         return os.path.join(self.directory, "scores.json")
 
     def _read_scores(self):
-        if not os.path.isfile(self._scores_path):
+        """The entries of a resumed run's `scores.json`, checked: a ValueError
+        naming the file, the entry and the missing or wrong key (not a bare
+        KeyError later)."""
+        path = self._scores_path
+        if not os.path.isfile(path):
             return []
-        return read_json(self._scores_path, "the best checkpoints' validation scores")
+        history = read_json(path, "the best checkpoints' validation scores")
+        advice = (f"It is the record of the epochs scored by {self.monitor!r} so far; restore "
+                  f"it, or move {self.directory} aside (its checkpoints go with it) to score "
+                  "the run afresh.")
+        if not isinstance(history, list):
+            raise ValueError(f"{path}: expected a list of scored epochs; found "
+                             f"{type(history).__name__}. {advice}")
+        for index, entry in enumerate(history):
+            if not isinstance(entry, dict):
+                raise ValueError(f"{path}: entry {index} is {type(entry).__name__}, not an "
+                                 f"object of scores. {advice}")
+            for key in ("step", self.monitor):
+                if key not in entry:
+                    raise ValueError(f"{path}: entry {index} has no {key!r} key (it has "
+                                     f"{sorted(entry)}). {advice}")
+                if isinstance(entry[key], bool) or not isinstance(entry[key], (int, float)):
+                    raise ValueError(f"{path}: entry {index}'s {key!r} must be a number; "
+                                     f"found {entry[key]!r:.50}. {advice}")
+        return history
+
+    def _ranked_value(self, entry):
+        """The monitored score of `entry`, -inf when it is not finite (NaN
+        ranks worst)."""
+        value = entry[self.monitor]
+        return value if math.isfinite(value) else -math.inf
 
     def _path(self, step):
         return os.path.join(self.directory, f"ckpt-{step}.weights.h5")
 
     def best(self, n=None):
-        """The best `n` (default `keep`) epochs' entries, best first."""
-        ranked = sorted(self.history, key=lambda e: (-e[self.monitor], e["step"]))
+        """The best `n` (default `keep`) epochs' entries, best first; an epoch
+        whose score is not finite (NaN) is never among them."""
+        finite = [e for e in self.history if math.isfinite(e[self.monitor])]
+        ranked = sorted(finite, key=lambda e: (-e[self.monitor], e["step"]))
         return ranked[: n or self.keep]
 
     def best_paths(self, n=None):
@@ -175,12 +211,16 @@ class BestCheckpoints(keras.callbacks.Callback):
         if self.monitor not in scores:
             raise ValueError(f"score_fn returned {sorted(scores)}, without the monitored "
                              f"{self.monitor!r}.")
-        previous_best = max((e[self.monitor] for e in self.history), default=-math.inf)
+        if not math.isfinite(scores[self.monitor]):
+            logger.warning("Validation %s at step %d is %s: ranked worst, never kept as a best "
+                           "checkpoint (a diverged model?).", self.monitor, step,
+                           scores[self.monitor])
+        previous_best = max((self._ranked_value(e) for e in self.history), default=-math.inf)
         self.history.append({"step": step, "epoch": epoch + 1, **scores,
                              "train_seconds": round(self._train_seconds, 2)})
         if logs is not None:
             logs.update({f"val_{name}": value for name, value in scores.items()})
-        improved = scores[self.monitor] > previous_best + self.min_delta
+        improved = self._ranked_value(scores) > previous_best + self.min_delta
         decayed = self._decay_on_plateau(improved)
         if self.write:
             self._save(step)
@@ -238,7 +278,7 @@ class BestCheckpoints(keras.callbacks.Callback):
     def _epochs_since_improvement(self):
         best, since = -math.inf, 0
         for entry in self.history:
-            if entry[self.monitor] > best + self.min_delta:
+            if self._ranked_value(entry) > best + self.min_delta:
                 best, since = entry[self.monitor], 0
             else:
                 since += 1

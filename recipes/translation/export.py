@@ -18,13 +18,16 @@ Examples:
   python recipes/translation/export.py --workdir runs/translation
   python recipes/translation/export.py --workdir runs/translation --beam-size 8 \\
       --export-dir /models/translator --version 7
-  saved_model_cli run --dir runs/translation/export/1 --tag_set serve \\
-      --signature_def serving_default --input_exprs 'text=["The red book."]'
+  saved_model_cli show --dir runs/translation/export/1 --tag_set serve \\
+      --signature_def serving_default           # its inputs and outputs
+  python3 -c 'import sys, tensorflow as tf, tensorflow_text; f = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]; print([t.decode() for t in f(text=tf.constant(sys.argv[2:]))["translation"].numpy()])' \\
+      runs/translation/export/1 "The red book."   # translate (docs/serving.md)
   python recipes/translation/export.py --workdir runs/translation --format ctranslate2 \\
       --quantization int8          # -> runs/translation/ctranslate2-int8/
-"""
+"""  # noqa: E501  (the python3 -c line is docs/serving.md's, which a shell takes as one line)
 
 import argparse
+import contextlib
 import logging
 import os
 
@@ -56,9 +59,9 @@ def main(argv=None):
     parser.add_argument("--format", choices=("savedmodel", "ctranslate2"), default="savedmodel",
                         help="a SavedModel for TF Serving, or a CTranslate2 model directory "
                         "(default: savedmodel)")
-    parser.add_argument("--export-dir", help="TF Serving's model base path (default: "
-                        "<workdir>/export); with --format ctranslate2, the model directory "
-                        "(default: <workdir>/ctranslate2[-<quantization>])")
+    parser.add_argument("--export-dir", help="TF Serving's model base path, or with --format "
+                        "ctranslate2 the model directory (default: <workdir>/export, or "
+                        "<workdir>/ctranslate2[-<quantization>])")
     parser.add_argument("--version", type=positive_int,
                         help="version folder, a positive integer (default: the next number)")
     add_decoding_flags(parser)
@@ -85,19 +88,26 @@ def main(argv=None):
     from recipes._startup import import_tensorflow
 
     import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
-    from recipes.translation.train_lib import load_translator
+    from keras_attention._io import check_replaceable
+    from keras_attention.export.ctranslate2 import CTRANSLATE2_LAYOUT
+    from recipes.translation.train_lib import load_translator, run_lock, writes_inside
 
+    name = ("ctranslate2" + (f"-{args.quantization}" if args.quantization else "")
+            if args.format == "ctranslate2" else "export")
+    export_dir = args.export_dir or os.path.join(args.workdir, name)
     try:
-        _, translator = load_translator(args.workdir, args.checkpoint)
-        translator = translator.with_settings(**overrides)
-        if args.format == "ctranslate2":
-            name = "ctranslate2" + (f"-{args.quantization}" if args.quantization else "")
-            path = translator.export_ctranslate2(
-                args.export_dir or os.path.join(args.workdir, name),
-                quantization=args.quantization, overwrite=args.overwrite)
-        else:
-            path = translator.export(args.export_dir or os.path.join(args.workdir, "export"),
-                                     version=args.version, dtype_policy=args.dtype_policy)
+        if args.format == "ctranslate2":  # before the model loads; names this command's flag
+            check_replaceable(export_dir, args.overwrite, CTRANSLATE2_LAYOUT, "--overwrite")
+        inside = writes_inside(args.workdir, export_dir)
+        with run_lock(args.workdir, "export.py") if inside else contextlib.nullcontext():
+            _, translator = load_translator(args.workdir, args.checkpoint)
+            translator = translator.with_settings(**overrides)
+            if args.format == "ctranslate2":
+                path = translator.export_ctranslate2(
+                    export_dir, quantization=args.quantization, overwrite=args.overwrite)
+            else:
+                path = translator.export(export_dir, version=args.version,
+                                         dtype_policy=args.dtype_policy)
     except (ValueError, OSError, ImportError) as e:  # ImportError: no ctranslate2
         parser.exit(2, f"error: {e}\n")
     print(f"Exported to {path}")

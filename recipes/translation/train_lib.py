@@ -13,8 +13,10 @@ A run directory holds:
     export/<version>/    the SavedModel for TF Serving (strings in, translations out)
     attention/*.png      cross-attention heatmaps of a few test sentences
     hypotheses.<split>.txt, metrics.json
+    .lock                while a command writes the run: who (`run_lock`)
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -23,7 +25,7 @@ import time
 
 import keras
 
-from keras_attention._io import atomic_write_text, read_json
+from keras_attention._io import atomic_write_text, directory_lock, read_json
 from keras_attention.data import (
     RESERVED_TOKENS,
     TextFilesCorpus,
@@ -314,7 +316,8 @@ def _select_checkpoints(config, workdir, model, best):
         return chosen
     if config.select_checkpoints == "best":
         reason = ("no validation split, or --validation-bleu-sentences 0" if best is None
-                  else "no epoch ended before training stopped")
+                  else "no epoch ended before training stopped" if not best.history
+                  else "no scored epoch has a finite BLEU (NaN: a diverged model?)")
         print(f"No validation BLEU ({reason}): --select-checkpoints best falls back to "
               "the last checkpoint" + (f"s (the last {config.average_checkpoints} averaged)."
                  if config.average_checkpoints > 1 else "."), flush=True)
@@ -340,6 +343,22 @@ def _rounded(seconds):
     return None if seconds is None else round(seconds, 1)
 
 
+def run_lock(workdir, command):
+    """The lock a command holds on a run directory while it writes there
+    (`directory_lock`): a second command on the same --workdir stops at once
+    with a DirectoryInUseError naming the process that holds it."""
+    return directory_lock(workdir, command, advice=(
+        "Wait for it to end or stop it, or give this command another --workdir (or "
+        "--output-dir / --export-dir outside the run)"))
+
+
+def writes_inside(workdir, path):
+    """Whether `path` is `workdir` or inside it (a command writing there
+    takes `run_lock`)."""
+    workdir, path = os.path.realpath(workdir), os.path.realpath(path)
+    return os.path.commonpath([workdir, path]) == workdir
+
+
 def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     """Trains a Transformer as `config` says, in `workdir`, then scores it.
 
@@ -348,7 +367,16 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     `export=False` leaves out the SavedModel (`export/`) and the heatmaps
     (`attention/`), which `Translator.export` and `visualize` make later from
     the run directory (the tests' shared runs do, on demand).
+
+    The process that writes the run (the chief) holds `run_lock` on
+    `workdir` from its checks to its last file: a second command on the same
+    workdir stops at once, naming it.
     """
+    with contextlib.ExitStack() as lock:
+        return _train_and_evaluate(config, workdir, callbacks, verbose, export, lock)
+
+
+def _train_and_evaluate(config, workdir, callbacks, verbose, export, lock):
     # Everything is checked before anything is written: a refused command
     # leaves the workdir as it was, so the corrected one starts afresh.
     begin = time.perf_counter()
@@ -379,6 +407,8 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     keras.config.set_dtype_policy(precision)
     jit_compile = resolve_jit_compile(config.jit_compile, precision, strategy)
     chief = is_chief(strategy)
+    if chief:  # held until `lock` closes, after the run's last file
+        lock.enter_context(run_lock(workdir, "train.py"))
     print(f"Run directory: {workdir} ({'resuming' if resumed else 'new'}); strategy "
           f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s); "
           f"precision {precision}; XLA {'on' if jit_compile else 'off'}.", flush=True)
@@ -514,8 +544,13 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     if export and eval_split is not None and config.attention_plots:
         sentences = [s.decode("utf-8") for s, _ in
                      corpus.load(eval_split).take(config.attention_plots).as_numpy_iterator()]
-        plots = visualize(translator, sentences, os.path.join(workdir, "attention"),
-                          layers=[model.num_decoder_layers])
+        # Every layer, head by head, of the first sentence; the others' last
+        # layer (each sentence's cross_attention.png has every layer's
+        # average): 3 figures per extra layer in all, not per sentence.
+        attention_dir = os.path.join(workdir, "attention")
+        plots = visualize(translator, sentences[:1], attention_dir)
+        plots += visualize(translator, sentences[1:], attention_dir,
+                           layers=[model.num_decoder_layers])
         metrics["attention_plots"] = len(plots)
     _write_json(os.path.join(workdir, "metrics.json"), metrics)
     if export_path:
@@ -530,7 +565,20 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
           f"{heatmaps}"
           f"  checkpoints/ (per epoch), backup/ (resume), tensorboard/ "
           f"(tensorboard --logdir {os.path.join(workdir, 'tensorboard')})")
+    print(next_steps(workdir))
     return metrics
+
+
+def next_steps(workdir):
+    """What to do with a finished run, printed at its end."""
+    return (f"Next:\n"
+            f"  translate in Python:  from keras_attention import Translator\n"
+            f"                        translator = Translator.from_preset({workdir!r})\n"
+            f"                        translator.translate([\"The red book is on the table.\"])\n"
+            f"  look inside it:       python3 run.py playground --workdir {workdir}  "
+            f"(a page at http://127.0.0.1:8000/)\n"
+            f"  more:                 README.md; docs/decoding.md (the Translator), "
+            f"docs/serving.md (export/), docs/playground.md")
 
 
 def score(translator, corpus, config, workdir, split=None, sources=None, references=None,
@@ -553,8 +601,7 @@ def score(translator, corpus, config, workdir, split=None, sources=None, referen
                                       verbose=verbose)
     seconds = time.perf_counter() - start
     prefix = output_prefix or os.path.join(workdir, f"hypotheses.{split}")
-    with open(prefix + ".txt", "w", encoding="utf-8") as f:
-        f.writelines(h + "\n" for h in hypotheses)
+    atomic_write_text(prefix + ".txt", "".join(h + "\n" for h in hypotheses))
     bleu = corpus_bleu(hypotheses, references)
     chrf = corpus_chrf(hypotheses, references)
     exact = sum(h == r for h, r in zip(hypotheses, references)) / max(len(references), 1)
@@ -682,7 +729,16 @@ def evaluate_run(workdir, checkpoint=None, split=None, source_file=None, referen
     a list of them) on a split or on given files; writes
     `<output_dir>/hypotheses.<name>.txt` and `<output_dir>/scores.<name>.json`.
     Returns the scores. `decoding`: the decoding settings that replace the
-    run's (`Translator.with_settings`)."""
+    run's (`Translator.with_settings`). Writing into the run directory (the
+    default `output_dir`), it holds `run_lock` on it."""
+    inside = writes_inside(workdir, output_dir or workdir)
+    with run_lock(workdir, "evaluate.py") if inside else contextlib.nullcontext():
+        return _evaluate_run(workdir, checkpoint, split, source_file, reference_file,
+                             output_dir, decoding, verbose)
+
+
+def _evaluate_run(workdir, checkpoint, split, source_file, reference_file, output_dir,
+                  decoding, verbose):
     config, translator = load_translator(workdir, checkpoint)
     translator = translator.with_settings(**(decoding or {}))
     config = dataclasses.replace(config, **translator.get_config())

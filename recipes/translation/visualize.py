@@ -15,6 +15,7 @@ Examples:
 """
 
 import argparse
+import contextlib
 import os
 
 if not __package__:  # run as a file, not with `python -m recipes.translation.visualize`
@@ -40,7 +41,7 @@ def main(argv=None):
                         "files are named after the sentence and never overwritten")
     parser.add_argument("--layers", type=int, nargs="+",
                         help="layers to draw per head, 1-based (default: all)")
-    add_decoding_flags(parser, default="the run's; with --model, train.py's")
+    add_decoding_flags(parser, default="the run's, or with --model train.py's")
     parser.add_argument("--html", metavar="FILE",
                         help="also write one self-contained HTML page per sentence (the "
                         "playground's views: head view, model view, how each weight was "
@@ -58,15 +59,25 @@ def main(argv=None):
     from recipes._startup import import_tensorflow
 
     import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
-    from recipes.translation.train_lib import translator_from_files, visualize, write_html
+    from recipes.translation.train_lib import (
+        run_lock,
+        translator_from_files,
+        visualize,
+        write_html,
+        writes_inside,
+    )
 
+    output_dir = args.output_dir or os.path.join(args.workdir, "attention")
+    inside = args.workdir and any(writes_inside(args.workdir, p) for p in (output_dir, args.html)
+                                  if p)
     try:
-        translator = translator_from_files(args.workdir, args.model, args.vocab, **overrides)
-        output_dir = args.output_dir or os.path.join(args.workdir, "attention")
-        paths = visualize(translator, args.sentence, output_dir, target=args.target,
-                          layers=args.layers)
-        pages = write_html(translator, args.sentence, args.html, target=args.target) \
-            if args.html else []
+        with run_lock(args.workdir, "visualize.py") if inside else contextlib.nullcontext():
+            translator = translator_from_files(args.workdir, args.model, args.vocab,
+                                               **overrides)
+            paths = visualize(translator, args.sentence, output_dir, target=args.target,
+                              layers=args.layers)
+            pages = write_html(translator, args.sentence, args.html, target=args.target) \
+                if args.html else []
     except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e}\n")
     print(f"Wrote {len(paths)} attention heatmaps to {output_dir}:")

@@ -3,6 +3,7 @@
 grouped holdout, shards, sharding by input pipeline and the sample."""
 
 import collections
+import os
 import random
 
 import pytest
@@ -76,6 +77,38 @@ def test_hashed_holdout_keeps_each_source_sentence_in_one_split(tmp_path):
     other = TextFilesCorpus({"train": str(path)}, holdout=(0.1, 0.1), split_seed=4,
                             in_memory_pairs=0)
     assert set(other.texts["test"].sources) != set(corpus.texts["test"].sources)
+
+
+def test_files_edited_after_the_scan_never_leak_held_out_sentences(tmp_path, caplog):
+    """The holdout is keyed by the source sentence, not by line number:
+    lines inserted at the top, moved or appended after the scan (the corpus
+    was created, then a file edited before or during training) never bring
+    a validation or test sentence into training; the stream warns, naming
+    the file, that the counts are the scan's."""
+    lines = [f"Sentence {i}.\tFrase {i}.\n" for i in range(300)]
+    path = write(tmp_path / "spa.txt", "".join(lines))
+    aligned = (write(tmp_path / "a.en", "".join(f"Sentence {i}.\n" for i in range(300))),
+               write(tmp_path / "a.es", "".join(f"Frase {i}.\n" for i in range(300))))
+    for files in (str(path), aligned):
+        corpus = TextFilesCorpus({"train": files}, holdout=(0.1, 0.1), in_memory_pairs=0)
+        held = {group_key(s) for split in ("validation", "test")
+                for s in corpus.texts[split].sources}
+        assert held
+        moved = lines[150:] + lines[:150]  # 30 new lines on top, the rest rotated
+        if isinstance(files, str):
+            write(path, "".join([f"New {i}.\tNueva {i}.\n" for i in range(30)] + moved))
+        else:
+            write(aligned[0], "".join([f"New {i}.\n" for i in range(30)] +
+                                      [m.split("\t")[0] + "\n" for m in moved]))
+            write(aligned[1], "".join([f"Nueva {i}.\n" for i in range(30)] +
+                                      [m.split("\t")[1] for m in moved]))
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="keras_attention"):
+            train = pairs_of(corpus.load("train"))
+        assert not held & {group_key(s) for s, _ in train}
+        assert len({s for s, _ in train} - {f"New {i}." for i in range(30)}) == 300 - len(held)
+        assert "changed since it was scanned" in caplog.text
+        assert os.path.basename(files if isinstance(files, str) else aligned[0]) in caplog.text
 
 
 def test_holdout_fractions_are_capped_and_counts_are_not(tmp_path):

@@ -13,6 +13,7 @@ from keras_attention.data import (
     RESERVED_TOKENS,
     START_ID,
     UNK_ID,
+    SentencePieceTokenizer,
     SubwordTokenizer,
     load_tokenizers,
     save_tokenizers,
@@ -197,6 +198,21 @@ def test_a_nul_byte_in_the_training_text_is_survived():
     assert not [t for t in tokenizer.vocabulary if "\0" in t]
     ids = tokenizer.tokenize(tf.constant([texts[0], "The red book."])).to_list()
     assert len(ids[0]) > 0 and UNK_ID not in ids[1]
+
+
+def test_the_same_texts_learn_the_same_sentencepiece_model():
+    """A SentencePiece model file once recorded the temporary path of its
+    rules: the same texts now give the same file. (WordPiece vocabularies
+    still depend on Hugging Face's hash-map order: `SubwordTokenizer.train`.)"""
+    import random
+
+    rng = random.Random(0)
+    words = ["".join(rng.choice("abcdefghij") for _ in range(rng.randint(2, 6)))
+             for _ in range(200)]
+    texts = tf.data.Dataset.from_tensor_slices(
+        [" ".join(rng.choice(words) for _ in range(6)) + "." for _ in range(200)])
+    models = [SentencePieceTokenizer.train(texts, 60).model_proto for _ in range(2)]
+    assert models[0] == models[1]
 
 
 def test_shared_and_separate(sentence_pairs):

@@ -321,7 +321,7 @@ def test_tiny_run_through_the_recipe_and_the_helper(tiny_run, tmp_path, capsys):
     from recipes.translation import export
 
     code, _, err = run_main(export.main, command[2:], capsys)  # again: refused, in-process
-    assert code == 2 and "pass overwrite=True" in err
+    assert code == 2 and "pass --overwrite to replace it" in err
     # --export-dir the run itself, with --overwrite: refused, every file of
     # the run unchanged (it used to delete the whole run).
     before = checksums(workdir)

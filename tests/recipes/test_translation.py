@@ -107,6 +107,20 @@ def test_cli_flags_reproduce_the_tests_config(text_files):
 
 def test_choices_agree_with_the_library():
     assert config_module.MODEL_PRESETS == tuple(LIBRARY_MODEL_PRESETS)
+    import inspect
+
+    from keras_attention.models import Transformer
+
+    defaults = {name: p.default for name, p in
+                inspect.signature(Transformer.__init__).parameters.items()}
+    for name, shown in config_module.MODEL_PRESET_VALUES.items():  # what --help shows
+        library = {**defaults, **LIBRARY_MODEL_PRESETS[name]}
+        assert shown == {
+            "num_layers": library["num_encoder_layers"], "d_model": library["d_model"],
+            "num_heads": library["num_heads"], "intermediate_dim": library["intermediate_dim"],
+            "dropout": library["dropout"],
+            "share_embeddings": library["share_encoder_decoder_embeddings"],
+            "tie_output_embeddings": library["tie_output_embeddings"]}, name
     assert config_module.PRECISIONS == PRECISIONS
     assert config_module.STRATEGIES == STRATEGIES
     for name, preset in PRESETS.items():
@@ -501,6 +515,123 @@ def test_workdir_that_is_a_file_or_read_only(tmp_path, text_files, monkeypatch, 
     code, _, err = run_main(train.main, _command(config, afile)[2:], capsys)
     assert code == 2 and "Traceback" not in err, err[-3000:]
     assert f"error: --workdir {afile}: {afile} is a file, not a directory" in err
+
+
+def test_a_run_directory_in_use_is_refused_naming_its_holder(tmp_path, text_files, capsys):
+    """Two commands writing one run directory at once (two train.py, or
+    evaluate/export/visualize into a run being trained): the second stops at
+    once, naming the process that holds the run, before it writes anything
+    (it once died later with a misleading "saved from another model?")."""
+    import socket
+
+    import keras
+
+    from keras_attention._io import DirectoryInUseError, directory_lock
+    from recipes.translation import evaluate, export, visualize
+
+    workdir = tmp_path / "run"
+    holder = (f"{workdir} is in use by process {os.getpid()} on {socket.gethostname()} "
+              "(train.py, since ")
+    with directory_lock(str(workdir), "train.py"):
+        try:
+            with pytest.raises(DirectoryInUseError, match=re.escape(holder)):
+                train_and_evaluate(tiny_config(text_files), str(workdir), verbose=0)
+        finally:
+            keras.config.set_dtype_policy("float32")
+        with pytest.raises(DirectoryInUseError, match=re.escape(holder)):
+            evaluate_run(str(workdir), verbose=0)
+        for main, flags in ((evaluate.main, []), (export.main, []),
+                            (visualize.main, ["--sentence", "a"])):
+            code, _, err = run_main(main, ["--workdir", str(workdir), *flags], capsys)
+            assert code == 2 and f"error: {holder}" in err and "another --workdir" in err, err
+        assert os.listdir(workdir) == [".lock"]
+    assert not workdir.exists()  # released, with the folder it created (nothing written)
+
+
+def test_a_full_disk_in_evaluate_or_visualize_keeps_the_old_files(tmp_path, monkeypatch):
+    """Every file evaluate.py and visualize.py write (hypotheses, scores,
+    PNG heatmaps, HTML pages) is written whole or not at all: a write that
+    runs out of room halfway leaves the old file intact, no temporary file,
+    and an error naming the path."""
+    import errno
+    import types
+
+    from matplotlib.figure import Figure
+
+    import keras_attention._io
+    from keras_attention.visualization import save_attention_heatmaps
+    from keras_attention.visualization.attention import AttentionMaps
+    from recipes.translation.train_lib import _write_json, score, write_html
+
+    def half_then_full(path, data):
+        with open(path, "wb") as f:
+            f.write(data[: len(data) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    real_open = open
+
+    class FullFile:  # what the package's text writes open: room for half
+        def __init__(self, path):
+            self.path = path
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, text):
+            half_then_full(self.path, text.encode())
+
+    monkeypatch.setattr(keras_attention._io, "open",
+                        lambda path, mode="r", *a, **k: FullFile(path) if "w" in mode
+                        else real_open(path, mode, *a, **k), raising=False)
+    monkeypatch.setattr(Figure, "savefig",
+                        lambda self, path, **kwargs: half_then_full(path, b"\x89PNG" * 99))
+    monkeypatch.setattr("keras_attention.playground.attention_html",
+                        lambda *args, **kwargs: "<p>new</p>")  # (a page without a model)
+    old = {"hypotheses.test.txt": "old\n", "scores.test.json": "{}\n",
+           "cross_attention.png": "old png", "page.html": "<p>old</p>"}
+    for name, text in old.items():
+        (tmp_path / name).write_text(text)
+    translator = types.SimpleNamespace(beam_size=1, translate=lambda s, **k: ["new"] * len(s))
+    config = types.SimpleNamespace(max_eval_sentences=None, eval_batch_size=8)
+    maps = AttentionMaps(["a", "[END]"], ["b", "[END]"], ["[START]", "b"],
+                         *(np.full((1, 2, 2, 2), 0.5),) * 3, "a", "b")
+    attempts = {
+        "hypotheses.test.txt": lambda: score(translator, None, config, str(tmp_path),
+                                             split="test", sources=["a"], references=["b"]),
+        "scores.test.json": lambda: _write_json(str(tmp_path / "scores.test.json"), {"bleu": 1}),
+        "cross_attention.png": lambda: save_attention_heatmaps(maps, str(tmp_path)),
+        "page.html": lambda: write_html(None, ["a"], str(tmp_path / "page.html")),
+    }
+    for name, attempt in attempts.items():
+        with pytest.raises(OSError, match=re.escape(f"Could not write {tmp_path / name}: No "
+                                                    "space left on device")):
+            attempt()
+        assert sorted(os.listdir(tmp_path)) == sorted(old), name  # no temporary file left
+    assert {name: (tmp_path / name).read_text() for name in old} == old
+
+
+def test_advice_names_an_option_the_call_has(tmp_path, capsys):
+    """"pass overwrite=True" only where the call has that argument: the
+    export command names its --overwrite flag (before loading any model), a
+    SavedModel version (never replaced) no option at all."""
+    from keras_attention._io import atomic_directory, check_replaceable
+    from recipes.translation import export
+
+    existing = tmp_path / "ct2"
+    existing.mkdir()
+    (existing / "model.bin").write_text("x")
+    code, _, err = run_main(export.main, ["--workdir", str(tmp_path / "no-run"), "--format",
+                                          "ctranslate2", "--export-dir", str(existing)], capsys)
+    assert code == 2 and f"{existing} exists; pass --overwrite to replace it." in err, err
+    assert "overwrite=True" not in err and not (tmp_path / "no-run").exists()
+    with pytest.raises(FileExistsError, match="exists; pass overwrite=True to replace it"):
+        check_replaceable(str(existing))  # the Python API's argument
+    with pytest.raises(FileExistsError, match=r"ct2 exists; choose another path\.$"):
+        with atomic_directory(str(existing), ".tmp-", option=None):
+            pass
 
 
 @pytest.mark.slow

@@ -199,3 +199,41 @@ def test_best_checkpoints_without_writing(tmp_path):
     history = _model().fit(x, y, epochs=10, verbose=0, callbacks=[best])
     assert best.stopped_early and len(history.history["loss"]) == 3
     assert not (tmp_path / "best").exists()
+
+
+def test_a_score_that_is_not_finite_never_ranks_best(tmp_path, caplog):
+    """NaN (a diverged model) or inf: ranked worst with a warning, never an
+    improvement, its checkpoint never kept; also when a resumed run reads
+    it back from scores.json."""
+    model = _model()
+    scores = iter([float("nan"), 2.0, float("inf"), float("nan"), 1.0])
+    steps = iter(range(1, 10))
+    best = BestCheckpoints(lambda: {"bleu": next(scores)}, str(tmp_path / "best"),
+                           lambda: next(steps), keep=2, patience=3, verbose=0)
+    best.set_model(model)
+    with caplog.at_level("WARNING", logger="keras_attention"):
+        best.on_epoch_end(0, {})
+        assert "bleu at step 1 is nan: ranked worst" in caplog.text
+        assert best.best() == [] and not os.path.exists(tmp_path / "best" / "ckpt-1.weights.h5")
+        for epoch in range(1, 5):
+            best.on_epoch_end(epoch, {})
+    assert "step 3 is inf" in caplog.text and "step 4 is nan" in caplog.text
+    assert [e["step"] for e in best.best()] == [2, 5] and best._epochs_since_improvement() == 3
+    assert sorted(os.listdir(tmp_path / "best")) == [
+        "ckpt-2.weights.h5", "ckpt-5.weights.h5", "scores.json"]
+    again = BestCheckpoints(dict, str(tmp_path / "best"), int, keep=5)
+    assert [e["step"] for e in again.best()] == [2, 5]
+
+
+@pytest.mark.parametrize("text, match", [
+    ('[{"step": 1, "bleu": 2.0}, {"step": 2, "chrf": 3.0}]', r"entry 1 has no 'bleu' key"),
+    ('[{"bleu": 2.0}]', r"entry 0 has no 'step' key"),
+    ('[{"step": 1, "bleu": "high"}]', r"entry 0's 'bleu' must be a number"),
+    ('{"bleu": 2.0}', "expected a list of scored epochs"),
+])
+def test_a_damaged_scores_json_is_named(tmp_path, text, match):
+    """A resumed run's scores.json without the monitored key (another
+    monitor, an edit): a message naming the file and the key, not KeyError."""
+    (tmp_path / "scores.json").write_text(text)
+    with pytest.raises(ValueError, match=f"{tmp_path / 'scores.json'}: {match}"):
+        BestCheckpoints(dict, str(tmp_path), int)
