@@ -94,7 +94,7 @@ def main(argv=None):
 
     from keras_attention import Translator
     from keras_attention.evaluation import corpus_bleu
-    from keras_attention.export.saved_model import with_dtype_policy
+    from keras_attention.models.transformer import with_dtype_policy
     from recipes.translation.train_lib import load_translator, make_corpus
 
     machine = cpu_info()

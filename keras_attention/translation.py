@@ -19,28 +19,31 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_attention._constants import PAD_ID
+from keras_attention._constants import PAD_ID, is_blank
 from keras_attention._io import (
     Layout,
     atomic_directory,
     atomic_write_text,
     file_inside,
     load_weights_checked,
+    path_inside,
     read_json,
     recover_leftovers,
     save_weights_atomic,
 )
-from keras_attention._validation import check_bool, check_positive_int
+from keras_attention._validation import as_sentences, check_bool, check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import (
     END_ID,
     START_ID,
+    is_blank_text,
     load_tokenizer,
     load_tokenizers,
     tokenize_with_end,
 )
 from keras_attention.decoding import DEFAULTS, DecodingSettings, gnmt_length_penalty, search
 from keras_attention.layers import xla_ops_allowed
+from keras_attention.models.transformer import with_dtype_policy
 
 logger = logging.getLogger("keras_attention")
 
@@ -159,7 +162,8 @@ def translate(model, source_tokenizer, target_tokenizer, sentences,
         `early_stopping` goes to `beam_search`.
     """
     settings = DecodingSettings(beam_size, length_penalty, max_length, early_stopping)
-    texts, scores, _ = _search(model, source_tokenizer, target_tokenizer, list(sentences),
+    texts, scores, _ = _search(model, source_tokenizer, target_tokenizer,
+                               as_sentences(sentences, "sentences"),
                                settings, batch_size, verbose, num_return_sequences, jit_compile)
     return texts, scores
 
@@ -292,11 +296,25 @@ TOKENIZER_FILES = {"source": ("tokenizer.json", "assets/tokenizer"),
 ASSETS_DIR = "assets"
 # Presets written before the keras-hub classes: source.* and target.* in one folder.
 LEGACY_TOKENIZER_DIR = "tokenizer"
-# What `save_to_preset(..., overwrite=True)` may replace: a preset it wrote.
-PRESET_LAYOUT = Layout("Translator preset", required=(CONFIG_FILE, TRANSLATOR_FILE),
-                       allowed=(MODEL_WEIGHTS_FILE, METADATA_FILE, TASK_FILE, PREPROCESSOR_FILE,
-                                *(f for f, _ in TOKENIZER_FILES.values()), ASSETS_DIR,
-                                LEGACY_TOKENIZER_DIR))
+# What `save_to_preset(..., overwrite=True)` may replace: a preset it wrote,
+# down to the tokenizers' own files (a user's file or folder anywhere in it,
+# e.g. assets/notes/, is named and nothing is replaced).
+_TOKENIZER_FILE_SUFFIXES = (".json", ".vocab.txt", ".model")
+
+
+def _tokenizer_folder(sides):
+    return Layout("tokenizer folder", required=(), allowed=[
+        side + suffix for side in sides for suffix in _TOKENIZER_FILE_SUFFIXES])
+
+
+PRESET_LAYOUT = Layout(
+    "Translator preset", required=(CONFIG_FILE, TRANSLATOR_FILE),
+    allowed=(MODEL_WEIGHTS_FILE, METADATA_FILE, TASK_FILE, PREPROCESSOR_FILE,
+             *(f for f, _ in TOKENIZER_FILES.values())),
+    folders={ASSETS_DIR: Layout("assets folder", required=(), folders={
+                 os.path.basename(folder): _tokenizer_folder([side])
+                 for side, (_, folder) in TOKENIZER_FILES.items()}),
+             LEGACY_TOKENIZER_DIR: _tokenizer_folder(["source", "target"])})
 PRESET_TEMP_PREFIX = ".preset-"  # its temporary folders, next to it
 REMOTE_SCHEMES = ("kaggle", "hf")  # loaded by keras-hub's `Seq2SeqLM.from_preset`
 _RUN_METRICS = ("bleu", "sacrebleu_signature", "chrf", "chrf_signature", "eval_split",
@@ -617,7 +635,7 @@ class Translator:
     # -- files ------------------------------------------------------------------
 
     @classmethod
-    def from_preset(cls, preset, **overrides):
+    def from_preset(cls, preset, dtype=None, **overrides):
         """Loads a translator from `preset`:
 
         - a preset directory written by `save_to_preset` (`config.json`,
@@ -629,6 +647,13 @@ class Translator:
           (`model.keras`, `vocab/`, `export.json`);
         - a `kaggle://...` or `hf://...` handle of an uploaded preset,
           loaded by keras-hub (`keras_hub.models.Seq2SeqLM.from_preset`).
+
+        `dtype`: the Keras dtype policy to compute in (`"float32"`,
+        `"mixed_bfloat16"`, `"mixed_float16"`); by default the one the model
+        was trained or saved in (a preset's `metadata.json` names it). The
+        weights are the same in every policy. A quantized model computes in
+        the policy it was quantized under. (keras-hub's own `from_preset`
+        follows keras-hub's rule instead: the global policy, or its `dtype=`.)
 
         `overrides` replace the stored decoding settings (`beam_size=8`).
         """
@@ -644,6 +669,13 @@ class Translator:
                 "an exported SavedModel folder, or a kaggle:// or hf:// handle.")
         else:
             translator = _from_local_directory(cls, preset)
+        if dtype is None:  # a preset's config.json has no mixed policy (TransformerBackbone)
+            dtype = translator.metadata.get("dtype_policy")
+        if dtype is not None and keras.dtype_policies.get(dtype).name != (
+                translator.model.dtype_policy.name):
+            translator = cls(with_dtype_policy(translator.model, dtype),
+                             translator.source_tokenizer, translator.target_tokenizer,
+                             **translator.settings.to_dict(), metadata=translator.metadata)
         return translator.with_settings(**overrides)
 
     @classmethod
@@ -744,6 +776,9 @@ class Translator:
                 "keras_hub_version": keras_hub.__version__,
                 "tasks": ["Seq2SeqLM"],
                 "parameter_count": task.backbone.count_params(),
+                # The policy it computes in: config.json saves a mixed policy
+                # as its variables' dtype, for keras-hub (TransformerBackbone).
+                "dtype_policy": self.model.dtype_policy.name,
                 "date_saved": time.strftime("%Y-%m-%d@%H:%M:%S"),
             })
         return preset_dir
@@ -772,18 +807,10 @@ class Translator:
                 f"length_penalty={self.length_penalty}>")
 
 
-def _decode(value):
-    """str from bytes as the tokenizers and the SavedModel read them: bytes
-    that are not UTF-8 become U+FFFD."""
-    return value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
-
-
 def _as_sentences(texts):
-    """A list of str from a list/iterable of str (or UTF-8 bytes) or a
-    `tf.data.Dataset` of strings."""
-    if isinstance(texts, (str, bytes)):
-        raise TypeError("`texts` must be a list of sentences, not one string; write "
-                        f"translate([text]). Received {texts!r:.80}.")
+    """A list of str from a `tf.data.Dataset` of strings, or what
+    `as_sentences` (the one check of every door) takes: a list/iterable of
+    str (or UTF-8 bytes)."""
     if isinstance(texts, tf.data.Dataset):
         spec = texts.element_spec
         if not isinstance(spec, tf.TensorSpec) or spec.dtype != tf.string:
@@ -791,19 +818,10 @@ def _as_sentences(texts):
                             f"batches); its elements are {spec}.")
         sentences = []
         for value in texts.as_numpy_iterator():
-            values = value.reshape(-1) if isinstance(value, np.ndarray) else [value]
-            sentences += [_decode(v) for v in values]
+            sentences += as_sentences(value.reshape(-1) if isinstance(value, np.ndarray)
+                                      else [value])
         return sentences
-    try:
-        sentences = [_decode(t) for t in texts]
-    except TypeError:
-        raise TypeError("`texts` must be a list (or another iterable) of sentences; received "
-                        f"{texts!r:.80}.") from None
-    bad = next((i for i, t in enumerate(sentences) if not isinstance(t, str)), None)
-    if bad is not None:
-        raise TypeError(f"`texts` must hold strings; element {bad} is "
-                        f"{sentences[bad]!r:.80}.")
-    return sentences
+    return as_sentences(texts)
 
 
 def _as_pairs(pairs):
@@ -818,9 +836,8 @@ def _as_pairs(pairs):
                        or s.shape.rank not in (0, None) for s in spec)):
             raise TypeError("`pairs` must be a tf.data.Dataset of scalar (source, target) "
                             f"strings; its elements are {spec}.")
-        return pairs.filter(lambda s, t: tf.logical_and(
-            tf.strings.length(tf.strings.strip(s)) > 0,
-            tf.strings.length(tf.strings.strip(t)) > 0))
+        return pairs.filter(lambda s, t: tf.logical_not(
+            tf.logical_or(is_blank_text(s), is_blank_text(t))))
     pairs = list(pairs)
     bad = next((i for i, p in enumerate(pairs) if not isinstance(p, (tuple, list))
                 or len(p) != 2 or not all(isinstance(t, str) for t in p)), None)
@@ -829,7 +846,7 @@ def _as_pairs(pairs):
                          "non-empty list of (source, target) str tuples"
                          + (f"; element {bad} is {pairs[bad]!r:.80}." if bad is not None
                             else "; received an empty list."))
-    kept = [p for p in pairs if p[0].strip() and p[1].strip()]
+    kept = [p for p in pairs if not is_blank(p[0]) and not is_blank(p[1])]
     if len(kept) < len(pairs):
         if not kept:
             raise ValueError(f"Every one of the {len(pairs)} pairs has a blank side; nothing "
@@ -897,10 +914,11 @@ def _from_local_directory(cls, directory):
             f"{directory} has no {CONFIG_FILE}: it is neither a preset directory "
             f"({CONFIG_FILE}, {MODEL_WEIGHTS_FILE}, {ASSETS_DIR}/), a run directory "
             "(config.json, model.keras, vocab/) nor an export (assets.extra/export.json).")
-    config = read_json(config_path)
+    config = read_json(path_inside(directory, CONFIG_FILE))
     if "class_name" in config:  # a preset: a serialized model
         _missing(directory, "a preset directory", (MODEL_WEIGHTS_FILE,))
-        return _from_preset_files(cls, lambda name: os.path.join(directory, name))
+        # Every file it reads, inside it (a link out of it is refused).
+        return _from_preset_files(cls, lambda name: path_inside(directory, name))
     _missing(directory, "a run directory", ("model.keras", "vocab"))
     metadata = {"training_config": config}
     metrics_path = os.path.join(directory, "metrics.json")

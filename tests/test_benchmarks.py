@@ -241,7 +241,7 @@ def test_serving_benchmark_runs(tiny_run, tiny_export, tmp_path, capsys):
     assert "SavedModel vs export 1" in stdout
 
 
-def test_quantization_benchmark_runs(tiny_run, tmp_path, capsys):
+def test_quantization_benchmark_runs(tiny_run, tmp_path, capsys, no_gc_per_quantized_layer):
     """The int8 benchmark on the shared run: BLEU, sizes and speeds of float32
     and int8 (the tiny run trains in float32, so there is no third system),
     with int8's variables a fraction of float32's."""

@@ -4,6 +4,7 @@ samplers work, and the preprocessor packs strings as the recipe trains."""
 
 import json
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -202,8 +203,11 @@ def test_lora_fine_tuning_on_strings_saves_and_reloads(tmp_path):
     assert lora_parameters == len(attention) * 2 * (d * n * 4 + 4 * d // n)
     frozen = {w.path: w.numpy() for w in backbone.weights if w.path not in trainable}
     task.compile(optimizer=keras.optimizers.Adam(1e-2), sampler="greedy")
-    history = task.fit({"encoder_text": ENGLISH, "decoder_text": SPANISH}, batch_size=8,
-                       epochs=20, verbose=0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = task.fit({"encoder_text": ENGLISH, "decoder_text": SPANISH}, batch_size=8,
+                           epochs=20, verbose=0)
+    assert not [w for w in caught if "shuffle" in str(w.message)]  # shuffled, not ignored
     assert history.history["loss"][-1] < 0.9 * history.history["loss"][0]
     for w in backbone.weights:
         if w.path in frozen:
@@ -211,6 +215,100 @@ def test_lora_fine_tuning_on_strings_saves_and_reloads(tmp_path):
     tuned = Translator.from_keras_hub_task(task, jit_compile=False)
     expected = task.generate(ENGLISH)
     assert tuned.translate(ENGLISH) == expected
+    with pytest.raises(ValueError, match="LoRA enabled.*Merge it first"):
+        task.quantize("int8")  # it would drop the LoRA update
     reloaded = Translator.from_preset(tuned.save_to_preset(str(tmp_path / "tuned")),
                                       jit_compile=False)
     assert reloaded.translate(ENGLISH) == expected
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_a_mixed_precision_preset_through_every_door(untrained, policy, tmp_path):
+    """A translator trained (or saved) under a mixed policy writes a preset
+    that keras-hub's `Seq2SeqLM`, `Backbone` and `Tokenizer.from_preset`
+    load (keras-hub's rule: the caller's policy, or its `dtype=`), that
+    `Translator.from_preset` loads in the policy it was saved in, and that
+    CTranslate2 converts as the float32 model (the same float32 weights)."""
+    import keras
+
+    from keras_attention.models.transformer import with_dtype_policy
+    from tests.layer_test_case import assert_close
+
+    mixed = Translator(with_dtype_policy(untrained.model, policy), untrained.source_tokenizer,
+                       untrained.target_tokenizer, **untrained.settings.to_dict(),
+                       jit_compile=False)
+    preset = mixed.save_to_preset(str(tmp_path / "preset"))
+    config = json.load(open(os.path.join(preset, "config.json")))
+    assert config["config"]["dtype"]["config"]["name"] == "float32"  # the variables' dtype
+    assert json.load(open(os.path.join(preset, "metadata.json")))["dtype_policy"] == policy
+
+    reloaded = Translator.from_preset(preset, jit_compile=False)
+    assert reloaded.model.dtype_policy.name == policy
+    expected = mixed.translate(ENGLISH)
+    assert reloaded.translate(ENGLISH) == expected
+    as_float32 = Translator.from_preset(preset, dtype="float32", jit_compile=False)
+    assert as_float32.translate(ENGLISH) == untrained.translate(ENGLISH)
+
+    task = keras_hub.models.Seq2SeqLM.from_preset(preset)  # the global policy: float32
+    assert task.backbone.dtype_policy.name == "float32"
+    assert task.generate(ENGLISH) == untrained.translate(ENGLISH)
+    task = keras_hub.models.Seq2SeqLM.from_preset(preset, dtype=policy)
+    assert task.backbone.dtype_policy.name == policy
+    assert task.generate(ENGLISH) == expected
+    backbone = keras_hub.models.Backbone.from_preset(preset)
+    for a, b in zip(backbone.weights, untrained.model.weights, strict=True):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    tokenizer = keras_hub.tokenizers.Tokenizer.from_preset(preset)
+    assert tokenizer.tokenize(ENGLISH).to_list() == (
+        untrained.source_tokenizer.tokenize(ENGLISH).to_list())
+    # Within the dtype's tolerance of float32 (the logits of one forward pass).
+    tokens = untrained.source_tokenizer.tokenize(ENGLISH[:4]).to_tensor()
+    inputs = {"encoder_tokens": tokens, "decoder_tokens": tokens}
+    assert_close(task.backbone(inputs), untrained.model(inputs),
+                 dtype=keras.dtype_policies.get(policy).compute_dtype)
+
+    pytest.importorskip("ctranslate2")
+    mixed.export_ctranslate2(str(tmp_path / "ct2_mixed"))
+    untrained.export_ctranslate2(str(tmp_path / "ct2_float32"))
+    for name in ("model.bin", "source_vocabulary.json", "target_vocabulary.json"):
+        assert (tmp_path / "ct2_mixed" / name).read_bytes() == (
+            tmp_path / "ct2_float32" / name).read_bytes(), name
+
+
+def test_an_int8_translator_through_every_door(tmp_path, no_gc_per_quantized_layer):
+    """Keras' int8 `quantize` on a mixed_bfloat16 translator (the layers'
+    outputs keep the compute dtype): it translates, saves a preset that
+    `Translator.from_preset` and keras-hub load as the same quantized model,
+    and every door that cannot take int8 weights says what to do instead."""
+    from keras_attention.models import Transformer
+    from keras_attention.models.transformer import with_dtype_policy
+
+    small = untrained_translator(beam_size=1)  # one layer each side: Keras quantizes slowly
+    model = Transformer.from_config({**small.model.get_config(), "num_encoder_layers": 1,
+                                     "num_decoder_layers": 1, "dtype": "mixed_bfloat16"})
+    quantized = Translator(model, small.source_tokenizer, small.target_tokenizer, beam_size=1,
+                           jit_compile=False)
+    quantized.model.quantize("int8")
+    expected = quantized.translate(ENGLISH)
+    assert all(expected)
+    preset = quantized.save_to_preset(str(tmp_path / "preset"))
+    reloaded = Translator.from_preset(preset, jit_compile=False)
+    assert reloaded.model.dtype_policy.name == "mixed_bfloat16"
+    for a, b in zip(reloaded.model.weights, quantized.model.weights, strict=True):
+        assert a.path == b.path and a.dtype == b.dtype
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+    assert reloaded.translate(ENGLISH) == expected
+    assert keras_hub.models.Seq2SeqLM.from_preset(preset).generate(ENGLISH) == expected
+    import tensorflow as tf
+
+    serve = tf.saved_model.load(quantized.export(str(tmp_path / "export"))).signatures[
+        "serving_default"]
+    served = serve(text=tf.constant(ENGLISH[:3]))["translation"].numpy()
+    assert [t.decode("utf-8") for t in served] == expected[:3]
+    with pytest.raises(ValueError, match=r"quantized \(int8\).*quantization=\"int8\""):
+        quantized.export_ctranslate2(str(tmp_path / "ct2"))
+    assert not (tmp_path / "ct2").exists()
+    with pytest.raises(ValueError, match=r"quantized \(int8\) under mixed_bfloat16.*float32"):
+        with_dtype_policy(quantized.model, "float32")
+    with pytest.raises(ValueError, match=r"quantized \(int8\)"):
+        Translator.from_preset(preset, dtype="float32")

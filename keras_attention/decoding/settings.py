@@ -16,6 +16,7 @@ import numbers
 import numpy as np
 from keras import ops
 
+from keras_attention._constants import MAX_BEAM_SIZE, MAX_LENGTH_PENALTY, MAX_POSITIONS
 from keras_attention._validation import check_non_negative, check_positive_int
 
 EARLY_STOPPING_VALUES = ("never", True, False)
@@ -74,12 +75,14 @@ class DecodingSettings:
     @staticmethod
     def check(values, name_of=lambda name: name):
         """Validates the settings in `values` (a dict; absent ones are not
-        checked): the one validation of each setting. `name_of(name)` names
+        checked): the one validation of each setting, bounded above too
+        (`MAX_BEAM_SIZE`, ...: a preset's translator.json is a file). `name_of(name)` names
         a setting in the messages, e.g. as its command-line flag."""
         checks = {
-            "beam_size": lambda n, v: check_positive_int(n, v),
-            "length_penalty": check_non_negative,
-            "max_output_length": lambda n, v: check_positive_int(n, v, allow_none=True),
+            "beam_size": lambda n, v: check_positive_int(n, v, maximum=MAX_BEAM_SIZE),
+            "length_penalty": lambda n, v: check_non_negative(n, v, MAX_LENGTH_PENALTY),
+            "max_output_length": lambda n, v: check_positive_int(n, v, allow_none=True,
+                                                                 maximum=MAX_POSITIONS),
             "early_stopping": lambda n, v: _check_early_stopping_named(n, v),
         }
         for name, value in values.items():
@@ -112,7 +115,10 @@ class DecodingSettings:
         if unknown:
             raise ValueError(f"{source} has unknown decoding settings {unknown}; expected some "
                              f"of {list(cls.names())} (saved by a newer keras_attention?).")
-        return cls(**values)
+        try:  # the one validation, its message prefixed with where the values come from
+            return cls(**values)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{source}: {e}") from None
 
     def output_length(self, max_length):
         """Target tokens the search may generate for a model of `max_length`

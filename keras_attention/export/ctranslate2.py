@@ -60,13 +60,14 @@ What differs (documented, not hidden):
 """
 
 import os
+import weakref
 
 import numpy as np
 from keras import ops
 
 from keras_attention._constants import END_ID, PAD_ID, RESERVED_TOKENS, START_ID, UNK_ID
 from keras_attention._io import Layout, atomic_directory, check_replaceable
-from keras_attention._validation import check_positive_int
+from keras_attention._validation import as_sentences, check_positive_int
 from keras_attention.decoding import gnmt_length_penalty
 from keras_attention.export.saved_model import _check_translator
 
@@ -123,10 +124,17 @@ def _activation(model):
 
 def _check_model(model, source_tokenizer, target_tokenizer):
     from keras_attention.models import Transformer
+    from keras_attention.models.transformer import quantization_of
 
     if not isinstance(model, Transformer):
         raise TypeError("`model` must be a keras_attention.models.Transformer; received "
                         f"{type(model).__name__}.")
+    mode = quantization_of(model)
+    if mode is not None:  # its kernels are int8 values beside scales, not weights
+        raise ValueError(
+            f"The model is quantized ({mode}); CTranslate2's converter takes float weights. "
+            "Convert the float translator (before `quantize`) with quantization=\"int8\": "
+            "CTranslate2 quantizes the weights itself.")
     for side, tokenizer, size in (("source", source_tokenizer, model.encoder_vocabulary_size),
                                   ("target", target_tokenizer, model.decoder_vocabulary_size)):
         vocabulary = list(getattr(tokenizer, "vocabulary", None) or ())
@@ -348,12 +356,46 @@ def export_ctranslate2(translator, output_dir, quantization=None, overwrite=Fals
 def source_tokens(source_tokenizer, sentences, max_length):
     """What a converted model reads: per sentence, the token strings of our
     tokenizer's ids, cut to the first `max_length - 1` (the model appends
-    `[END]`), as `tokenize_with_end` gives them to our encoder."""
+    `[END]`), as `tokenize_with_end` gives them to our encoder: its ids
+    without the `[END]` (none for a blank sentence)."""
     import tensorflow as tf
 
+    from keras_attention.data.tokenizers import tokenize_with_end
+
     vocabulary = source_tokenizer.vocabulary
-    ids = source_tokenizer.tokenize(tf.constant(list(sentences)))[:, : max_length - 1]
-    return [[vocabulary[i] for i in row] for row in ids.to_list()]
+    ids = tokenize_with_end(source_tokenizer, tf.constant(list(sentences), tf.string),
+                            max_length)
+    return [[vocabulary[i] for i in row[:-1]] for row in ids.to_list()]
+
+
+# The converted models whose target vocabulary was found to be a tokenizer's.
+_MATCHING_VOCABULARY = weakref.WeakKeyDictionary()
+
+
+def _check_vocabulary(ct2_translator, target_tokenizer, max_length):
+    """Raises ValueError unless the converted model knows every token of
+    `target_tokenizer` (a model converted from another translator, whose
+    tokens mean other things). Its vocabulary is not readable from a
+    `ctranslate2.Translator`: `score_batch` is given our tokens, in chunks
+    that fit its positions, and gives back each one it knows as it is
+    (about 1 ms; once per model and tokenizer)."""
+    checked = _MATCHING_VOCABULARY.setdefault(ct2_translator, weakref.WeakSet())
+    if target_tokenizer in checked:
+        return
+    vocabulary = list(target_tokenizer.vocabulary)
+    size = max(1, max_length - 2)  # [START] + chunk + [END] within max_length positions
+    chunks = [vocabulary[i : i + size] for i in range(0, len(vocabulary), size)]
+    results = ct2_translator.score_batch([[RESERVED_TOKENS[END_ID]]] * len(chunks), chunks,
+                                         max_input_length=max_length)
+    unknown = [token for chunk, result in zip(chunks, results)
+               for token, known in zip(chunk, result.tokens) if token != known]
+    if unknown:
+        raise ValueError(
+            f"The CTranslate2 model's vocabulary does not match the translator's: it lacks "
+            f"{len(unknown)} of the translator's {len(vocabulary)} target tokens (e.g. "
+            f"{unknown[0]!r}); it was converted from another translator. Pass the Translator "
+            "it was converted from.")
+    checked.add(target_tokenizer)
 
 
 def translate_with_ctranslate2(ct2_translator, translator, sentences, batch_size=32):
@@ -377,7 +419,8 @@ def translate_with_ctranslate2(ct2_translator, translator, sentences, batch_size
             log P(Y|X) / |Y|^alpha (ours by the GNMT ((5 + |Y|) / 6)^alpha;
             the same only for alpha = 0). Its `early_stopping` is not
             CTranslate2's to choose: CTranslate2 stops as `True` does.
-        sentences: a list of str.
+        sentences: a list of str (as `Translator.translate`: one string is
+            refused, not read character by character; see `as_sentences`).
         batch_size: sentences per CTranslate2 batch.
 
     Returns:
@@ -390,12 +433,13 @@ def translate_with_ctranslate2(ct2_translator, translator, sentences, batch_size
 
     _check_translator(translator)
     check_positive_int("batch_size", batch_size)
-    sentences = list(sentences)
+    sentences = as_sentences(sentences, "sentences")  # the check of every door
     if not sentences:
         return [], []
     settings, max_length = translator.settings, translator.model.max_length
     source_tokenizer, target_tokenizer = translator.source_tokenizer, translator.target_tokenizer
     alpha = settings.length_penalty
+    _check_vocabulary(ct2_translator, target_tokenizer, max_length)
     results = ct2_translator.translate_batch(
         source_tokens(source_tokenizer, sentences, max_length), max_batch_size=batch_size,
         beam_size=settings.beam_size, length_penalty=alpha, max_input_length=max_length,
@@ -405,6 +449,13 @@ def translate_with_ctranslate2(ct2_translator, translator, sentences, batch_size
     rows, scores = [], []
     for result in results:
         hypothesis = result.hypotheses[0]
+        unknown = next((t for t in hypothesis if t not in target_ids), None)
+        if unknown is not None:
+            raise ValueError(
+                f"The CTranslate2 model generated the token {unknown!r}, which the translator's "
+                f"target vocabulary ({len(target_ids)} tokens) does not have: the model's "
+                "vocabulary does not match the translator's (it was converted from another "
+                "translator). Pass the Translator it was converted from.")
         rows.append([target_ids[t] for t in hypothesis])
         length = len(hypothesis)  # |Y|, [END] included when generated
         if length == 0:  # an empty source, not run through the model

@@ -27,6 +27,7 @@ from keras_attention._io import atomic_directory, named_write_errors
 from keras_attention._validation import check_positive_int
 from keras_attention.data.tokenizers import save_tokenizers, tokenize_with_end
 from keras_attention.layers import without_xla_ops
+from keras_attention.models.transformer import with_dtype_policy
 
 
 def next_version(export_dir):
@@ -89,17 +90,6 @@ def _serving_fn(translator):
     return serve
 
 
-def with_dtype_policy(model, dtype_policy):
-    """A copy of `model` under another dtype policy, with the same weights
-    (e.g. a model trained with mixed_bfloat16 served in float32 on CPUs
-    without bfloat16 instructions)."""
-    config = model.get_config()
-    config["dtype"] = dtype_policy
-    clone = model.__class__.from_config(config)
-    clone.set_weights(model.get_weights())
-    return clone
-
-
 def export_translator(translator, export_dir, version=None, dtype_policy=None,
                       verbose=False):
     """Writes `<export_dir>/<version>/` and returns its path
@@ -134,7 +124,7 @@ def export_translator(translator, export_dir, version=None, dtype_policy=None,
     # TF Serving ignores the temporary folder (not a number) until it is
     # renamed: a complete version folder appears at once, or none (a failed
     # write removes it; a killed one is removed by the next export).
-    with atomic_directory(path, ".tmp-") as tmp:
+    with atomic_directory(path, ".tmp-", option=None) as tmp:  # (versions are never replaced)
         archive = keras.export.ExportArchive()
         archive.track(model)
         # The tokenizers' resources (a SentencePiece model) must be saved with the graph.

@@ -28,6 +28,24 @@ class TransformerBackbone(Transformer, keras_hub.models.Backbone):
     >>> backbone = TransformerBackbone.from_transformer(model)  # a trained Transformer
     """
 
+    def get_config(self):
+        """The `Transformer`'s config, with a mixed policy saved as its
+        variables' dtype: keras-hub's `from_preset` reads a saved policy's name
+        with `keras.backend.standardize_dtype`, which knows `"float32"` but
+        not `"mixed_bfloat16"` (`ValueError: Invalid dtype`), and then runs
+        a float preset in the caller's policy (`keras.config.dtype_policy()`,
+        or `from_preset(..., dtype=...)`). The weights are the same: a mixed
+        policy keeps them in float32. A quantized model's `DTypePolicyMap` is
+        kept, and keras-hub loads it as saved."""
+        config = super().get_config()
+        policy = self.dtype_policy
+        if (not isinstance(policy, keras.dtype_policies.DTypePolicyMap)
+                and policy.compute_dtype != policy.variable_dtype
+                and config["dtype"]["class_name"] == "DTypePolicy"):
+            config["dtype"] = keras.dtype_policies.serialize(
+                keras.dtype_policies.DTypePolicy(policy.variable_dtype))
+        return config
+
     @classmethod
     def from_transformer(cls, model):
         """This class with `model`'s config and a copy of its weights (`model`

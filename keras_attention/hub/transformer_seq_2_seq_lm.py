@@ -8,9 +8,11 @@ search) by default, or with any keras-hub sampler given to `compile`.
 
 import keras
 import keras_hub
+import tensorflow as tf
 from keras import ops
 
 from keras_attention._constants import END_ID, START_ID
+from keras_attention._validation import as_sentences
 from keras_attention.decoding import DEFAULTS, DecodingSettings
 from keras_attention.hub.search_sampler import SearchSampler
 from keras_attention.hub.transformer_backbone import TransformerBackbone
@@ -18,6 +20,27 @@ from keras_attention.hub.transformer_seq_2_seq_lm_preprocessor import (
     TransformerSeq2SeqLMPreprocessor,
 )
 from keras_attention.models.transformer import quantize_quietly
+
+
+def _checked_inputs(inputs):
+    """`generate`'s inputs, their strings checked by `as_sentences` (the check
+    every door makes; a TypeError names what was received): one str
+    (keras-hub's convention: one translation back), a list of str, a dict of
+    `"encoder_text"` (and `"decoder_text"`) of either, or what keras-hub
+    takes as it is (a tensor, a `tf.data.Dataset`)."""
+    def checked(value, name):
+        if isinstance(value, str) or tf.is_tensor(value) or isinstance(value, tf.data.Dataset):
+            return value
+        return as_sentences(value, name)
+
+    if isinstance(inputs, dict):
+        unknown = sorted(set(inputs) - {"encoder_text", "decoder_text"})
+        if unknown or "encoder_text" not in inputs:
+            raise ValueError('`inputs` must be strings or a dict {"encoder_text": ..., '
+                             f'"decoder_text": ...}}; received the keys {sorted(inputs)}.')
+        return {k: v if v is None and k == "decoder_text" else checked(v, f"inputs[{k!r}]")
+                for k, v in inputs.items()}
+    return checked(inputs, "inputs")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -90,6 +113,20 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         sampler=sampler, **kwargs)
 
+    def fit(self, x=None, y=None, batch_size=None, shuffle=True, **kwargs):
+        """keras-hub's `fit`, with Keras' `shuffle`: strings in memory
+        (`{"encoder_text": [...], "decoder_text": [...]}`) are shuffled anew
+        each epoch (keras-hub batches them in order and passes the shuffle on
+        to Keras, which ignores it for the batches, with a warning); a
+        `tf.data.Dataset` is read in its own order, as Keras reads one."""
+        if (shuffle and x is not None and not isinstance(x, tf.data.Dataset) and y is None
+                and kwargs.get("sample_weight") is None and not kwargs.get("validation_split")):
+            x = tf.data.Dataset.from_tensor_slices(x)
+            x = x.shuffle(int(x.cardinality()), reshuffle_each_iteration=True).batch(
+                batch_size or 32)
+            batch_size = None
+        return super().fit(x, y, batch_size=batch_size, shuffle=False, **kwargs)
+
     def quantize(self, mode=None, config=None, filters=None, **kwargs):
         """keras-hub's `quantize` on the backbone's layers that have a kernel
         (`keras_attention.models.transformer.quantizable_layer`)."""
@@ -100,6 +137,7 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
         preprocessor). `max_length`: the most tokens of a translation, `[END]`
         included (default: the preprocessor's `decoder_sequence_length`); at
         most the model's `max_length`."""
+        inputs = _checked_inputs(inputs)
         limit = self.backbone.max_length
         if max_length is not None and not 1 <= max_length <= limit:
             raise ValueError(f"`max_length` must be in [1, {limit}] (the model's positions); "

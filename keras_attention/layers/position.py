@@ -213,7 +213,9 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 f"Sequence length {length} exceeds the layer's sequence_length="
                 f"{self.sequence_length}; received inputs of shape {tuple(inputs.shape)}."
             )
-        x = self.token_embedding(inputs)  # [B, T, D]
+        # In the layer's compute dtype: Keras' int8 Embedding returns float32
+        # whatever its policy (under mixed_bfloat16 the sum below would mix dtypes).
+        x = ops.cast(self.token_embedding(inputs), self.compute_dtype)  # [B, T, D]
         if self.scale_embeddings:
             x = x * ops.cast(math.sqrt(self.embedding_dim), x.dtype)
         if positions is not None:

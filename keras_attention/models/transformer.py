@@ -12,6 +12,13 @@ import warnings
 import keras
 from keras import ops
 
+from keras_attention._constants import (
+    MAX_DEPTH,
+    MAX_LAYERS,
+    MAX_POSITIONS,
+    MAX_TENSOR_SIZE,
+    MAX_VOCABULARY_SIZE,
+)
 from keras_attention._validation import check_positive_int
 from keras_attention.layers import (
     DecoderBlock,
@@ -74,9 +81,22 @@ def _packing(inputs):
     return {key: ops.convert_to_tensor(inputs[key], "int32") for key in PACKING_KEYS}
 
 
+class PaddingMask(keras.layers.Layer):
+    """`padding_mask(tokens)` (`tokens != 0`, a boolean `[B, L]`) as a named,
+    weightless layer: in the functional graph (and its `summary()`) it is
+    `encoder_padding_mask`, not an anonymous `not_equal_N` operation."""
+
+    def call(self, tokens):
+        return padding_mask(tokens)
+
+    def compute_output_spec(self, tokens):
+        return keras.KerasTensor(tokens.shape, dtype="bool")
+
+
 class _Layers(collections.namedtuple("_Layers", (
-        "encoder_embedding", "encoder_embedding_dropout", "encoder_blocks", "encoder_final_norm",
-        "decoder_embedding", "decoder_embedding_dropout", "decoder_blocks", "decoder_final_norm",
+        "encoder_padding_mask", "encoder_embedding", "encoder_embedding_dropout",
+        "encoder_blocks", "encoder_final_norm", "decoder_padding_mask", "decoder_embedding",
+        "decoder_embedding_dropout", "decoder_blocks", "decoder_final_norm",
         "output_projection", "logits_cast"))):
     """The model's layers. The functional graph (built from locals before the
     model exists) and the decoding methods (from the model's attributes) run
@@ -89,7 +109,7 @@ def _encoder_pass(layers, encoder_tokens, training=None, return_attention_scores
     scores)` with `scores` one `[B, N, S, S]` per block (empty unless asked;
     with `details`, one dict of `MultiHeadAttention`'s details per block).
     `packing`: the packed rows' ids and positions (`_packing`), or None."""
-    mask = padding_mask(encoder_tokens)  # [B, S]
+    mask = layers.encoder_padding_mask(encoder_tokens)  # [B, S]
     attention_mask = positions = None
     if packing is not None:
         segments = packing["encoder_segment_ids"]
@@ -138,7 +158,7 @@ def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, trainin
             cross_mask = segment_mask(segments, packing["encoder_segment_ids"])  # [B, T, S]
             positions = packing["decoder_positions"]
         y = layers.decoder_embedding(decoder_tokens, positions=positions)  # [B, T, D]
-        mask = padding_mask(decoder_tokens)  # [B, T]
+        mask = layers.decoder_padding_mask(decoder_tokens)  # [B, T]
     else:
         y = layers.decoder_embedding(decoder_tokens, start_index=index)  # [B, 1, D]
         mask = None  # the cache holds the earlier positions; the new one is real
@@ -193,12 +213,53 @@ def quantizable_layer(layer):
 def quantize_quietly(model, mode=None, config=None, filters=None, **kwargs):
     """`keras.Model.quantize` of `model` on `quantizable_layer`s (unless
     `filters` says otherwise), without the warning Keras' quantizer raises
-    in its own NumPy conversion (`__array__ ... copy keyword`)."""
+    in its own NumPy conversion (`__array__ ... copy keyword`).
+
+    Refused while LoRA is enabled on any layer: Keras quantizes the frozen
+    kernel and drops the low-rank factors' contribution, so the tuned model
+    would translate as if never tuned (measured: garbage)."""
+    with_lora = [layer.path for layer in model._flatten_layers()  # the walk Model.quantize does
+                 if getattr(layer, "lora_enabled", False)]
+    if with_lora:
+        raise ValueError(
+            f"Cannot quantize a model with LoRA enabled (on {len(with_lora)} layers, e.g. "
+            f"{with_lora[0]!r}): quantizing would drop the LoRA update. Merge it first: save "
+            "the model (`Translator.save_to_preset`, or keras-hub's `save_to_preset`, which "
+            "write the merged weights), load it again, then quantize.")
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=r"__array__ implementation doesn't accept")
         return keras.Model.quantize(model, mode, config=config,
                                     filters=quantizable_layer if filters is None else filters,
                                     **kwargs)
+
+
+def quantization_of(model):
+    """`None` for a float model, else the quantization mode of its quantized
+    layers (`"int8"`, ...): what Keras' `quantize` made of it."""
+    modes = {layer.quantization_mode for layer in model._flatten_layers(include_self=False)}
+    modes.discard(None)
+    return min(modes) if modes else None
+
+
+def with_dtype_policy(model, dtype_policy):
+    """A copy of the Transformer `model` under another dtype policy, with the
+    same weights (e.g. a model trained with mixed_bfloat16 served in float32
+    on CPUs without bfloat16 instructions). A quantized model keeps the
+    policy it was quantized under (its int8 layers' policies name it):
+    asking for another is refused."""
+    policy = keras.dtype_policies.get(dtype_policy)
+    mode = quantization_of(model)
+    if mode is not None and policy.name != model.dtype_policy.name:
+        raise ValueError(
+            f"The model is quantized ({mode}) under {model.dtype_policy.name}; it cannot be "
+            f"moved to {policy.name}. Load the float model under {policy.name!r}, then "
+            "quantize it.")
+    config = model.get_config()
+    if mode is None:  # a quantized model's config keeps its map of layer policies
+        config["dtype"] = policy
+    clone = model.__class__.from_config(config)
+    clone.set_weights(model.get_weights())
+    return clone
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -278,13 +339,26 @@ class Transformer(keras.Model):
         layer_norm_epsilon=1e-5,
         **kwargs,
     ):
-        for name, value in (
-            ("num_encoder_layers", num_encoder_layers),
-            ("num_decoder_layers", num_decoder_layers),
-            ("d_model", d_model),
-            ("max_length", max_length),
+        for name, value, maximum in (
+            ("encoder_vocabulary_size", encoder_vocabulary_size, MAX_VOCABULARY_SIZE),
+            ("decoder_vocabulary_size", decoder_vocabulary_size, MAX_VOCABULARY_SIZE),
+            ("num_encoder_layers", num_encoder_layers, MAX_LAYERS),
+            ("num_decoder_layers", num_decoder_layers, MAX_LAYERS),
+            ("d_model", d_model, MAX_DEPTH),
+            ("intermediate_dim", intermediate_dim, MAX_DEPTH),
+            ("max_length", max_length, MAX_POSITIONS),
         ):
-            check_positive_int(name, value)
+            check_positive_int(name, value, maximum=maximum)
+        # (Bounded one by one, and each weight's size: a config read from a
+        # file never asks for more than TensorFlow can hold in one tensor.)
+        for names, size in (
+                ("encoder_vocabulary_size * d_model", encoder_vocabulary_size * d_model),
+                ("decoder_vocabulary_size * d_model", decoder_vocabulary_size * d_model),
+                ("intermediate_dim * d_model", intermediate_dim * d_model),
+                ("max_length * d_model", max_length * d_model)):
+            if size > MAX_TENSOR_SIZE:
+                raise ValueError(f"`{names}` (the values of one weight) must be at most "
+                                 f"{MAX_TENSOR_SIZE}; received {size}.")
         if isinstance(num_heads, int) and num_heads > 0 and d_model % num_heads:
             raise ValueError(
                 f"`num_heads` must divide `d_model`; received num_heads={num_heads}, "
@@ -324,12 +398,14 @@ class Transformer(keras.Model):
         # === Layers ===
         encoder_embedding = embedding(encoder_vocabulary_size, "encoder_embedding")
         layers = _Layers(
+            encoder_padding_mask=PaddingMask(name="encoder_padding_mask"),
             encoder_embedding=encoder_embedding,
             encoder_embedding_dropout=Dropout(dropout, dtype=dtype,
                                               name="encoder_embedding_dropout"),
             encoder_blocks=[EncoderBlock(**block_args, name=f"encoder_block_{i}")
                             for i in range(num_encoder_layers)],
             encoder_final_norm=final_norm("encoder_final_norm"),
+            decoder_padding_mask=PaddingMask(name="decoder_padding_mask"),
             decoder_embedding=(
                 encoder_embedding
                 if share_encoder_decoder_embeddings
@@ -529,7 +605,7 @@ class Transformer(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "dtype": keras.dtype_policies.serialize(self._saved_dtype_policy()),
             "encoder_vocabulary_size": self.encoder_vocabulary_size,
             "decoder_vocabulary_size": self.decoder_vocabulary_size,
             "num_encoder_layers": self.num_encoder_layers,
@@ -550,9 +626,44 @@ class Transformer(keras.Model):
             "layer_norm_epsilon": self.layer_norm_epsilon,
         }
 
+    def _saved_dtype_policy(self):
+        """The dtype policy `get_config` saves: the model's, or once `quantize`
+        has given some layers their own (`int8_from_float32`, ...), a
+        `DTypePolicyMap` of those layers' policies over the model's, so that
+        `from_config` builds the quantized layers the weights belong to (as
+        keras-hub's `Backbone.get_config` does)."""
+        policy = self.dtype_policy
+        if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
+            return policy
+        quantized = {layer.path: layer.dtype_policy
+                     for layer in self._flatten_layers(include_self=False)
+                     if layer.quantization_mode is not None}
+        if not quantized:
+            return policy
+        policy_map = keras.dtype_policies.DTypePolicyMap(default_policy=policy)
+        for path, layer_policy in quantized.items():
+            policy_map[path] = layer_policy
+        return policy_map
+
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        policy_map = config.get("dtype")
+        if not isinstance(policy_map, keras.dtype_policies.DTypePolicyMap):
+            return cls(**config)
+        # A quantized model (`_saved_dtype_policy`): built in the map's
+        # default policy, then the mapped layers quantized as `quantize` did,
+        # so the variables are those of the saved weights. (Handing the map
+        # down to the layers instead trips Keras 3.15's int8 `Embedding`,
+        # which reads its mode from the map's default and saves no scale.)
+        modes = {policy.quantization_mode for policy in policy_map.values()}
+        if len(modes) > 1:
+            raise ValueError(f"A model quantized in several modes ({sorted(modes)}) is not "
+                             "supported; quantize every layer in one mode.")
+        model = cls(**{**config, "dtype": policy_map.default_policy})
+        if modes:
+            paths = set(policy_map)
+            model.quantize(modes.pop(), filters=lambda layer: layer.path in paths)
+        return model

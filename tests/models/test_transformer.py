@@ -223,9 +223,10 @@ def test_attention_scores_are_those_of_the_functional_graph():
         assert_close(to_numpy(scores["cross"][i]), to_numpy(cross_reference))
 
 
-@pytest.mark.slow  # Keras quantizes each layer in ~0.3 s
+@pytest.mark.slow  # builds and quantizes two models
 @pytest.mark.parametrize("tie_output_embeddings", [False, True])
-def test_int8_quantization_covers_every_kernel_quietly(tie_output_embeddings):
+def test_int8_quantization_covers_every_kernel_quietly(tie_output_embeddings,
+                                                       no_gc_per_quantized_layer):
     """`quantize("int8")` quantizes every layer with a kernel: the attention
     and feed-forward projections, the output projection (a `Dense` subclass,
     which Keras leaves out unless it says its quantization is valid) and the
@@ -301,3 +302,12 @@ def test_packed_pairs_get_their_own_logits_and_never_their_neighbours(position_e
     partial = {k: v for k, v in row.items() if k != "decoder_positions"}
     with pytest.raises(ValueError, match="Packed rows need all of .* received only"):
         model(partial)
+
+
+def test_the_graph_names_every_layer():
+    """The functional graph has no anonymous operation layers (`not_equal_4`):
+    the padding masks are named layers, so `summary()` reads as the model."""
+    model = Transformer.from_preset("tiny", num_encoder_layers=1, num_decoder_layers=1)
+    names = [layer.name for layer in model.layers]
+    assert "encoder_padding_mask" in names and "decoder_padding_mask" in names
+    assert not [n for n in names if n.startswith(("not_equal", "where", "cast"))], names
