@@ -5,12 +5,16 @@ Standard library only (`http.server`): `GET /` (the page), `GET /static/<file>`
 else), `GET /api/info` and `POST /api/translate` (see `analysis.analyze`).
 Bad requests get a 4xx answer `{"error": "..."}` that names the problem; the
 server keeps serving. Requests are handled in threads; the model runs one
-request at a time (each already uses every CPU core).
+request at a time (each already uses every CPU core). A client that stays
+silent for `timeout` seconds, or has not sent its whole request within
+`deadline` seconds (trickling a byte now and then), is disconnected.
 """
 
 import http.server
+import ipaddress
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -27,6 +31,10 @@ MAX_BODY_BYTES = 64 * 1024
 EXAMPLE = "The red book is on the table."
 # Seconds a connection may stay silent before the server closes it.
 CONNECTION_TIMEOUT = 30
+# Seconds a client has to send a whole request (request line, headers and
+# body), however it trickles them: a byte every few seconds keeps each read
+# within CONNECTION_TIMEOUT but not the request within this.
+REQUEST_DEADLINE = 60
 _CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
                   ".js": "text/javascript; charset=utf-8", ".png": "image/png",
                   ".svg": "image/svg+xml", ".ico": "image/x-icon"}
@@ -54,6 +62,10 @@ class PlaygroundServer:
         timeout: seconds a connection may stay silent (headers or body
             half sent, an idle keep-alive) before the server closes it: a
             slow or stalled client never holds a thread for long.
+        deadline: seconds a client has to send one whole request, however
+            slowly it trickles it (a 408 when its body is late; the
+            connection is closed).
+        name: what the page calls the model (e.g. the run's folder name).
 
     Example:
 
@@ -65,9 +77,10 @@ class PlaygroundServer:
     """
 
     def __init__(self, translator, host="127.0.0.1", port=8000, example=EXAMPLE, log=None,
-                 timeout=CONNECTION_TIMEOUT):
+                 timeout=CONNECTION_TIMEOUT, deadline=REQUEST_DEADLINE, name=None):
         self.translator = translator
-        self.info = {"model": model_info(translator.model), "beam_size": translator.beam_size,
+        self.info = {"model": model_info(translator.model, name),
+                     "beam_size": translator.beam_size,
                      "max_beam_size": MAX_BEAM_SIZE, "max_text_length": MAX_TEXT_LENGTH,
                      "example": example}
         self.log = log
@@ -76,18 +89,56 @@ class PlaygroundServer:
         # can name another file.
         self._assets = {name: os.path.join(STATIC_DIR, name) for name in os.listdir(STATIC_DIR)
                         if os.path.isfile(os.path.join(STATIC_DIR, name))}
-        if not (isinstance(timeout, (int, float)) and not isinstance(timeout, bool)
-                and 0 < timeout < float("inf")):
-            raise ValueError(f"`timeout` must be a positive number of seconds; received "
-                             f"{timeout!r}.")
+        for argument, value in (("timeout", timeout), ("deadline", deadline)):
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+                    and 0 < value < float("inf")):
+                raise ValueError(f"`{argument}` must be a positive number of seconds; "
+                                 f"received {value!r}.")
         self.timeout = timeout
+        self.deadline = deadline
         self._httpd = _HTTPServer((host, port), _handler(self))
         self._thread = None
 
     @property
     def url(self):
+        """The page's address on this machine."""
         host, port = self._httpd.server_address[:2]
         return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}/"
+
+    @property
+    def exposed(self):
+        """Whether other machines can reach the page (not bound to loopback)."""
+        host = self._httpd.server_address[0]
+        try:
+            return not ipaddress.ip_address(host).is_loopback
+        except ValueError:  # a name, e.g. "localhost"
+            return host != "localhost"
+
+    @property
+    def urls(self):
+        """The page's addresses: `url`, then, when bound to every interface,
+        this machine's other IPv4 addresses (as other machines reach it)."""
+        host, port = self._httpd.server_address[:2]
+        urls = [self.url]
+        if host in ("0.0.0.0", ""):
+            for address in _local_addresses():
+                if f"http://{address}:{port}/" not in urls:
+                    urls.append(f"http://{address}:{port}/")
+        return urls
+
+    def banner(self):
+        """The lines the command prints once serving: where to open the page,
+        and a warning when the network can reach it."""
+        where = " on this machine" if self.exposed else ""
+        lines = [f"Open {self.url} in a browser{where} (Ctrl+C stops)."]
+        if self.exposed:
+            others = self.urls[1:] or [self.url]
+            lines += [f"From other machines: {', '.join(others)}",
+                      f"WARNING: listening on {self._httpd.server_address[0]}, so the page is "
+                      "reachable from the network: anyone who can reach this machine can run "
+                      "the model (and keep its CPUs busy). Use --host 127.0.0.1 (the default) "
+                      "for this machine only."]
+        return lines
 
     def warm_up(self):
         """Translates the example once, so the first visitor does not wait
@@ -149,10 +200,31 @@ class PlaygroundServer:
             raise RequestError(400, 'The request has no "text": the sentence to translate.')
         try:
             with self._model_lock:
-                return analyze(self.translator, request["text"], request.get("beam_size"),
-                               request.get("target"))
+                answer = analyze(self.translator, request["text"], request.get("beam_size"),
+                                 request.get("target"))
         except (TypeError, ValueError) as e:
             raise RequestError(400, str(e)) from None
+        answer["model"] = self.info["model"]  # with its name
+        return answer
+
+
+def _local_addresses():
+    """This machine's IPv4 addresses other than loopback, best effort (from
+    its host name, and the interface a route to the outside would take; no
+    packet is sent)."""
+    addresses = []
+    try:
+        addresses += socket.gethostbyname_ex(socket.gethostname())[2]
+    except OSError:
+        pass
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("192.0.2.1", 9))  # TEST-NET-1: connect() on UDP sends nothing
+            addresses.append(probe.getsockname()[0])
+    except OSError:
+        pass
+    return [a for i, a in enumerate(addresses)
+            if a not in addresses[:i] and not ipaddress.ip_address(a).is_loopback]
 
 
 class _HTTPServer(http.server.ThreadingHTTPServer):
@@ -174,12 +246,42 @@ def _handler(playground):
         timeout = playground.timeout  # on every connection's socket
 
         def handle_one_request(self):
+            # The deadline: a timer that shuts the socket's reading side, so a
+            # read blocked on a trickling client returns (end of data) at once.
+            self._late = False
+            self._timer = threading.Timer(playground.deadline, self._expire)
+            self._timer.daemon = True
+            self._timer.start()
             try:
                 super().handle_one_request()
             except TimeoutError:  # stalled mid-body (the request line is http.server's)
                 self.close_connection = True
+            finally:
+                self._request_read()
+            if self._late:
+                self.close_connection = True
+
+        def _expire(self):
+            self._late = True
+            try:
+                self.connection.shutdown(socket.SHUT_RD)
+            except OSError:  # already closed
+                pass
+
+        def _request_read(self):
+            """The request is in: its deadline no longer runs."""
+            self._timer.cancel()
+
+        def parse_request(self):
+            # The request line or headers came too late: close, no answer.
+            ok = not self._late and super().parse_request()
+            if self._late:
+                self.close_connection = True
+                return False
+            return ok
 
         def do_GET(self):  # noqa: N802 (http.server's name)
+            self._request_read()
             path = self.path.split("?", 1)[0]
             try:
                 if path == "/api/info":
@@ -205,6 +307,7 @@ def _handler(playground):
                     raise RequestError(404 if path.startswith("/api/") else 405,
                                        f"POST goes to /api/translate, not {path!r}.")
                 request = self._read_json()
+                self._request_read()
                 answer = playground.translate(request)
                 self._send_json(200, answer)
                 status = 200
@@ -256,6 +359,10 @@ def _handler(playground):
                 self.close_connection = True
                 raise RequestError(408, f"The request body did not arrive within "
                                    f"{playground.timeout:g} s.") from None
+            if len(body) < int(length) and self._late:
+                self.close_connection = True
+                raise RequestError(408, f"The request did not arrive within "
+                                   f"{playground.deadline:g} s.")
             if len(body) < int(length):  # the client closed its side early
                 self.close_connection = True
                 raise RequestError(400, f"The request body ended after {len(body)} of the "

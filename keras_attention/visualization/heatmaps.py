@@ -8,6 +8,9 @@ For each layer: one figure with a panel per head and a last panel with the
 average over heads; rows are queries, columns keys, labelled with the
 subword tokens; one colour bar for the figure (weights in [0, 1]). Panels
 are sized for sentences of about 25 tokens and 8 heads.
+
+A decoder row (a target position) is labelled "X → Y": it reads token X
+(`[START]` first) and predicts token Y, as in the playground's views.
 """
 
 import math
@@ -15,8 +18,16 @@ import os
 
 from matplotlib.figure import Figure
 
+from keras_attention._io import atomic_write
+
 PANEL_INCHES = 3.6
 DPI = 100
+
+
+def decoder_row_labels(read_tokens, predicted_tokens):
+    """The labels of decoder rows: "X → Y" for a position that reads token X
+    and predicts token Y (the playground labels them the same way)."""
+    return [f"{read} → {predicted}" for read, predicted in zip(read_tokens, predicted_tokens)]
 
 
 def plot_attention(ax, weights, row_labels, col_labels, title=None):
@@ -54,24 +65,25 @@ def _figure(heads, row_labels, col_labels, suptitle, xlabel, ylabel, path):
         ax.set_ylabel(ylabel, fontsize=8)
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6, label="attention weight")
     fig.suptitle(suptitle, fontsize=11)
-    fig.savefig(path, dpi=DPI)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI))  # never a partial PNG
     return path
 
 
 def _layer_overview(maps, path, name):
     """Cross-attention averaged over heads, one panel per layer."""
     layers = maps.cross.shape[0]
+    rows = decoder_row_labels(maps.target_input_tokens, maps.target_tokens)
     fig = Figure(figsize=(layers * PANEL_INCHES + 1.0, PANEL_INCHES + 0.8), layout="constrained")
     axes = fig.subplots(1, layers, squeeze=False)
     image = None
     for i, ax in enumerate(axes[0]):
-        image = plot_attention(ax, maps.cross[i].mean(axis=0), maps.target_tokens,
+        image = plot_attention(ax, maps.cross[i].mean(axis=0), rows,
                                maps.source_tokens, f"layer {i + 1}")
         ax.set_xlabel("source", fontsize=8)
-    axes[0][0].set_ylabel("target", fontsize=8)
+    axes[0][0].set_ylabel("target: reads → predicts", fontsize=8)
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="attention weight")
     fig.suptitle(f"{name}: {maps.source!r} -> {maps.translation!r}", fontsize=10)
-    fig.savefig(path, dpi=DPI)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=DPI))
     return path
 
 
@@ -96,11 +108,13 @@ def save_attention_heatmaps(maps, directory, prefix="", layers=None):
     written = [_layer_overview(maps, os.path.join(directory, f"{prefix}cross_attention.png"),
                                "cross-attention")]
     title = f"{maps.source!r} -> {maps.translation!r}"
+    rows = decoder_row_labels(maps.target_input_tokens, maps.target_tokens)
     for layer in layers:
         i = layer - 1
         written.append(_figure(
-            maps.cross[i], maps.target_tokens, maps.source_tokens,
-            f"cross-attention, layer {layer}: {title}", "source (keys)", "target (queries)",
+            maps.cross[i], rows, maps.source_tokens,
+            f"cross-attention, layer {layer}: {title}", "source (keys)",
+            "target (queries): reads → predicts",
             os.path.join(directory, f"{prefix}cross_attention_layer{layer}.png")))
         if i < maps.encoder_self.shape[0]:
             written.append(_figure(
@@ -108,8 +122,8 @@ def save_attention_heatmaps(maps, directory, prefix="", layers=None):
                 f"encoder self-attention, layer {layer}: {maps.source!r}", "keys", "queries",
                 os.path.join(directory, f"{prefix}encoder_self_attention_layer{layer}.png")))
         written.append(_figure(
-            maps.decoder_self[i], maps.target_tokens, maps.target_input_tokens,
-            f"decoder self-attention, layer {layer}: {maps.translation!r}", "keys (inputs)",
-            "queries (outputs)",
+            maps.decoder_self[i], rows, maps.target_input_tokens,
+            f"decoder self-attention, layer {layer}: {maps.translation!r}",
+            "keys (the tokens read)", "queries: reads → predicts",
             os.path.join(directory, f"{prefix}decoder_self_attention_layer{layer}.png")))
     return written

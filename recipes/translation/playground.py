@@ -44,6 +44,14 @@ def port_number(text):
     return port
 
 
+def run_name(workdir):
+    """What the page calls the model: the run's (or preset's) folder name,
+    e.g. "translation" for runs/translation, "translation/preset" for its
+    preset."""
+    parts = os.path.normpath(os.path.abspath(workdir)).split(os.sep)
+    return "/".join(parts[-2:]) if parts[-1] == "preset" and len(parts) > 1 else parts[-1]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="playground.py", description=__doc__,
@@ -56,7 +64,7 @@ def main(argv=None):
                         "0.0.0.0 serves every network the machine is on)")
     parser.add_argument("--port", type=port_number, default=8000,
                         help="TCP port (default: 8000; 0: any free port)")
-    add_decoding_flags(parser, default="the run's; the page's starting beam size")
+    add_decoding_flags(parser, notes={"beam_size": "the page starts with it"})
     parser.add_argument("--quiet", action="store_true", help="no line per request")
     args = parser.parse_args(argv)
     overrides = decoding_overrides(parser, args)
@@ -81,7 +89,7 @@ def main(argv=None):
     except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e} {TRAIN_HINT}\n")
     try:
-        server = PlaygroundServer(translator, args.host, args.port,
+        server = PlaygroundServer(translator, args.host, args.port, name=run_name(args.workdir),
                                   log=None if args.quiet else lambda line: print(line, flush=True))
     except OSError as e:
         parser.exit(2, f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}. "
@@ -89,7 +97,8 @@ def main(argv=None):
     print(f"Playground for {translator!r}; warming up ...", flush=True)
     with quiet_first_run():
         server.warm_up()
-    print(f"Open {server.url} in a browser (Ctrl+C stops).", flush=True)
+    for line in server.banner():  # where to open it; a warning when the network can reach it
+        print(line, flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

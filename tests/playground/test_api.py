@@ -55,6 +55,9 @@ def test_info(playground_url, playground_translator):
     assert info["model"]["num_heads"] == model.num_heads
     assert info["model"]["num_encoder_layers"] == model.num_encoder_layers
     assert info["model"]["key_dim"] == model.d_model // model.num_heads
+    # A name a person gave it (not Keras' `transformer_1`), and its size.
+    assert info["model"]["name"] == "Transformer"
+    assert info["model"]["parameters"] == model.count_params()
 
 
 def _softmax_rows(dot_products, scale, mask):
@@ -316,6 +319,134 @@ def test_stalled_clients_are_dropped_and_a_burst_is_queued(playground_translator
             sock.close()
         assert statuses == [200] * 20
     assert server._httpd.request_queue_size >= 64
+
+
+def test_a_trickling_client_meets_the_request_deadline(playground_translator):
+    """A client that sends a byte every 0.3 s never stays silent for the
+    1-second `timeout`, but its request must arrive within the `deadline`:
+    headers trickled are closed without an answer, a body trickled gets a
+    408, both at about the deadline, not when the client gives up."""
+    import socket
+
+    from keras_attention.playground import PlaygroundServer
+
+    with pytest.raises(ValueError, match="`deadline` must be a positive number"):
+        PlaygroundServer(playground_translator, port=0, deadline=float("inf"))
+
+    def trickle(url, head, slow):
+        """Sends `head` at once, then `slow` a byte every 0.3 s; returns
+        `(what the server answered, seconds until it closed)`."""
+        parts = urllib.parse.urlsplit(url)
+        start = time.perf_counter()
+        with socket.create_connection((parts.hostname, parts.port), timeout=10) as sock:
+            sock.sendall(head)
+            for byte in slow:
+                try:
+                    sock.sendall(bytes([byte]))
+                except OSError:  # the server closed the connection
+                    break
+                time.sleep(0.3)
+                sock.setblocking(False)
+                try:
+                    sock.recv(1, socket.MSG_PEEK)
+                    break  # an answer, or the end of the connection
+                except BlockingIOError:
+                    pass  # nothing yet
+                finally:
+                    sock.setblocking(True)
+            sock.settimeout(10)
+            chunks = []
+            try:
+                while chunk := sock.recv(65536):
+                    chunks.append(chunk)
+            except ConnectionResetError:
+                pass
+        return b"".join(chunks), time.perf_counter() - start
+
+    with PlaygroundServer(playground_translator, port=0, timeout=1, deadline=2) as server:
+        headers, seconds = trickle(server.url, b"", b"GET /api/info HTTP/1.1\r\nHost: x" * 5)
+        assert headers == b"" and 1.9 < seconds < 6, (headers[:100], seconds)
+        body, seconds = trickle(server.url, b"POST /api/translate HTTP/1.1\r\nHost: x\r\n"
+                                b"Content-Type: application/json\r\nContent-Length: 60\r\n\r\n",
+                                b'{"text": "' + b"a" * 48 + b'"}')
+        assert body.startswith(b"HTTP/1.1 408") and b"within 2 s" in body, body[:200]
+        assert 1.9 < seconds < 6, seconds
+        assert request(server.url, "GET", "/api/info")[0] == 200  # and it keeps serving
+
+
+def test_a_server_open_to_the_network_says_so(playground_translator):
+    """Bound to every interface, the command's banner warns that anyone on
+    the network can use the page and gives the addresses to reach it; on
+    loopback it only says where to open it."""
+    from keras_attention.playground import PlaygroundServer
+    from recipes.translation.playground import run_name
+
+    local = PlaygroundServer(playground_translator, port=0, name="translation")
+    try:
+        assert not local.exposed and local.urls == [local.url]
+        assert local.banner() == [f"Open {local.url} in a browser (Ctrl+C stops)."]
+        assert local.info["model"]["name"] == "translation"
+    finally:
+        local.shutdown()
+    public = PlaygroundServer(playground_translator, host="0.0.0.0", port=0)
+    try:
+        port = public.url.rsplit(":", 1)[1].rstrip("/")
+        banner = public.banner()
+        assert public.exposed and banner[0].startswith(f"Open http://127.0.0.1:{port}/ ")
+        assert "on this machine" in banner[0]
+        assert banner[1].startswith("From other machines: http://") and f":{port}/" in banner[1]
+        assert banner[2].startswith("WARNING: listening on 0.0.0.0")
+        assert "reachable from the network" in banner[2] and "--host 127.0.0.1" in banner[2]
+    finally:
+        public.shutdown()
+    assert run_name("runs/translation/") == "translation"
+    assert run_name("runs/translation/preset") == "translation/preset"
+
+
+def test_reliability_counts_words_out_of_vocabulary():
+    """`reliability` groups subwords back into words (WordPiece `##`,
+    SentencePiece `▁`), counts those not one vocabulary token, skips
+    punctuation, and warns past its named thresholds."""
+    from keras_attention.playground.analysis import LOW_CONFIDENCE, MOSTLY_UNKNOWN, reliability
+
+    wordpiece = ["I", "lo", "##ve", "m", "##a", "##ch", "##ine", "and", "[UNK]", ".", "[END]"]
+    answer = reliability(wordpiece, np.log([0.9, 0.9]))
+    assert answer["out_of_vocabulary"] == {"words": 5, "unknown": ["lo·ve", "m·a·ch·ine", "[UNK]"],
+                                           "fraction": 0.6}
+    assert answer["confidence"] == pytest.approx(0.9)
+    assert [w["kind"] for w in answer["warnings"]] == ["out_of_vocabulary"]
+    assert "3 of the 5 words" in answer["warnings"][0]["message"]
+    sentencepiece = ["▁The", "▁red", "▁bo", "ok", "▁", ".", "[END]"]
+    answer = reliability(sentencepiece, np.log([0.2, 0.5]))
+    assert answer["out_of_vocabulary"] == {"words": 3, "unknown": ["bo·ok"], "fraction": 0.33333}
+    assert answer["confidence"] == pytest.approx(np.sqrt(0.1), abs=1e-4)
+    assert [w["kind"] for w in answer["warnings"]] == ["low_confidence"]
+    assert 0 < MOSTLY_UNKNOWN < 1 and 0 < LOW_CONFIDENCE < 1
+
+
+def test_translate_warns_of_unknown_words_and_low_confidence(playground_url):
+    """/api/translate measures how far to trust its answer: an in-vocabulary
+    sentence has no word out of vocabulary, a made-up one is mostly out of
+    vocabulary and warned of; the confidence is the geometric mean of the
+    token probabilities it returns, warned of below `LOW_CONFIDENCE`."""
+    from keras_attention.playground.analysis import LOW_CONFIDENCE, MOSTLY_UNKNOWN
+
+    answers = {}
+    for text in (SENTENCES[0], "Xqz vrbb plomk grzzt."):
+        status, answer = translate(playground_url, text=text, beam_size=1)
+        assert status == 200, answer
+        answers[text] = answer
+        mean = np.exp(np.mean(np.log(answer["token_probabilities"])))
+        assert answer["confidence"] == pytest.approx(mean, rel=1e-3)
+        kinds = [w["kind"] for w in answer["warnings"]]
+        assert ("low_confidence" in kinds) == (answer["confidence"] < LOW_CONFIDENCE)
+        assert ("out_of_vocabulary" in kinds) == (
+            answer["out_of_vocabulary"]["fraction"] > MOSTLY_UNKNOWN)
+    known, nonsense = answers.values()
+    assert known["out_of_vocabulary"] == {"words": 7, "unknown": [], "fraction": 0.0}
+    assert nonsense["out_of_vocabulary"]["words"] == 4
+    assert nonsense["out_of_vocabulary"]["fraction"] > MOSTLY_UNKNOWN
+    assert "out_of_vocabulary" in [w["kind"] for w in nonsense["warnings"]]
 
 
 def test_the_page_and_its_assets(playground_url):

@@ -31,6 +31,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 TIMEOUT = 60  # seconds; the machines that run this are slow
 SENTENCE = "the red book is on the table ."
 ONE_WORD = "book"
+NONSENSE = "Xqz vrbb plomk grzzt."
 FORCED_TARGET = "el libro rojo está en la mesa ."
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 
@@ -189,7 +190,8 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     beam = driver.find_element(By.ID, "beam-size")
     assert beam.get_attribute("max") == str(info["max_beam_size"])
     assert "keras_attention playground" in driver.find_element(By.TAG_NAME, "h1").text
-    assert driver.find_element(By.ID, "model-summary").text.strip()
+    summary = driver.find_element(By.ID, "model-summary").text
+    assert summary.startswith("Transformer · ") and "parameters" in summary, summary
 
     # Translate a sentence with beam 2 (Enter submits).
     _submit(driver, SENTENCE, beam_size=2)
@@ -207,6 +209,10 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     status_text = driver.find_element(By.ID, "status").text
     assert "ms" in status_text and "round trip" in status_text
     assert "error" not in driver.find_element(By.ID, "status").get_attribute("class")
+    # How far to trust it: the confidence and the words out of vocabulary, always shown.
+    numbers = driver.find_element(By.CSS_SELECTOR, "#reliability .reliability-numbers").text
+    assert f"confidence {100 * expected['confidence']:.1f}%" in numbers, numbers
+    assert "0 of 7 source words out of vocabulary" in numbers, numbers
 
     # Head view: the default is cross-attention, target input tokens x source tokens.
     Q, K = len(expected["target_input_tokens"]), len(expected["source_tokens"])
@@ -217,6 +223,30 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     labels = [option.text for option in Select(driver.find_element(By.ID, "kind")).options]
     assert labels == ["Encoder self-attention", "Decoder self-attention (causal)",
                       "Cross-attention (target → source)"]
+    # One convention for decoder rows everywhere (as the PNG heatmaps): "reads X → predicts Y".
+    reads_predicts = [f"{x} → {y}" for x, y in zip(expected["target_input_tokens"],
+                                                    expected["target_tokens"])]
+
+    def query_labels(d):
+        return d.execute_script(
+            "return Array.from(document.querySelectorAll("
+            "'#head-view .token[data-side=\"query\"]')).map(g => ["
+            "g.querySelector('.token-label').textContent, g.querySelector('title').textContent]);")
+
+    shown = query_labels(driver)
+    assert [label for label, _ in shown] == reads_predicts
+    last = len(reads_predicts) - 1
+    assert shown[last][1].startswith(f"query {last}: reads "
+                                     f"{expected['target_input_tokens'][last]}, "
+                                     f"predicts {expected['target_tokens'][last]}")
+    assert [option.text for option in Select(driver.find_element(By.ID, "comp-query")).options] \
+        == [f"{i}: {label}" for i, label in enumerate(reads_predicts)]
+    assert driver.find_element(By.ID, "comp-query-label").text == f"«{reads_predicts[0]}»"
+    assert f"({', '.join(reads_predicts[:2])}{', …' if Q > 1 else ''})" in driver.find_element(
+        By.ID, "model-view-rows").text
+    assert driver.find_element(By.CSS_SELECTOR, "#target-tokens .token").get_attribute(
+        "title").startswith(f"reads {expected['target_input_tokens'][0]} → predicts "
+                            f"{expected['target_tokens'][0]}: P(")
 
     Select(driver.find_element(By.ID, "kind")).select_by_value("encoder_self")
     _wait(driver, lambda d: _count(d, '#head-view .token[data-side="query"]') == K
@@ -225,10 +255,23 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     Select(driver.find_element(By.ID, "kind")).select_by_value("cross")
     _wait(driver, lambda d: _count(d, '#head-view .token[data-side="query"]') == Q,
           "the head view did not go back to cross-attention")
+    Select(driver.find_element(By.ID, "kind")).select_by_value("decoder_self")
+    _wait(driver, lambda d: [label for label, _ in query_labels(d)] == reads_predicts,
+          "the decoder self-attention rows are not labelled reads → predicts")
+    Select(driver.find_element(By.ID, "kind")).select_by_value("cross")
 
-    # Switching the layer and the heads redraws the lines.
+    # The head view starts with the average over heads (all heads at once are a
+    # hairball); "All heads" shows every head.
     num_layers = len(expected["attention"]["cross"]["weights"])
     num_heads = len(expected["attention"]["cross"]["weights"][0])
+    _wait(driver, lambda d: {line[0] for line in _lines(d)} == {"average"},
+          "the head view does not start with the average over heads")
+    assert driver.find_element(By.CSS_SELECTOR, '#heads input[data-head="average"]').is_selected()
+    driver.find_element(By.ID, "heads-all").click()
+    _wait(driver, lambda d: len({line[0] for line in _lines(d)}) == num_heads,
+          "'All heads' does not draw every head")
+
+    # Switching the layer and the heads redraws the lines.
     before = _lines(driver)
     assert before and {line[0] for line in before} == {str(h) for h in range(num_heads)}
     if num_layers > 1:
@@ -348,6 +391,29 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     status, one = _api(base, "api/translate", {"text": ONE_WORD, "beam_size": 1})
     assert _count(driver, '#head-view .token[data-side="key"]') == len(one["source_tokens"])
 
+    # A sentence mostly out of the vocabulary: the page warns.
+    assert _count(driver, "#reliability .warning[data-kind='out_of_vocabulary']") == 0
+    _submit(driver, NONSENSE, beam_size=1)
+    _wait_for_response(driver, NONSENSE, "translate")
+    warning = driver.find_element(By.CSS_SELECTOR,
+                                  "#reliability .warning[data-kind='out_of_vocabulary']")
+    assert warning.is_displayed() and "not in the model's vocabulary" in warning.text
+
+    # A phone-sized window (420 px): nothing makes the page scroll sideways.
+    driver.set_window_size(420, 900)
+    try:
+        _wait(driver, lambda d: d.execute_script("return window.innerWidth;") <= 420
+              and d.execute_script("return document.documentElement.scrollWidth <= "
+                                   "window.innerWidth;"),
+              "the page scrolls sideways at 420 px: " + str(driver.execute_script(
+                  "return [document.documentElement.scrollWidth, window.innerWidth, "
+                  "Array.from(document.querySelectorAll('body *')).filter(e => "
+                  "e.getBoundingClientRect().right > window.innerWidth + 0.5)"
+                  ".slice(0, 8).map(e => e.tagName + '#' + e.id + '.' + e.className)];")),
+              timeout=10)
+    finally:
+        driver.set_window_size(1400, 1000)
+
     # An empty sentence: the API's error message, shown as an error.
     status, error = _api(base, "api/translate", {"text": "", "beam_size": 2})
     assert status == 400 and error["error"]
@@ -368,6 +434,9 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     assert shown == pytest.approx(forced["token_probabilities"], abs=1e-6)
     assert all(0.0 <= p <= 1.0 and not math.isnan(p) for p in shown)
     assert all(chip.find_element(By.CLASS_NAME, "prob").text.endswith("%") for chip in chips)
+    # A longer target: row t reads token t-1 of it and predicts token t.
+    assert [label for label, _ in query_labels(driver)] == [
+        f"{x} → {y}" for x, y in zip(forced["target_input_tokens"], forced["target_tokens"])]
     assert "error" not in driver.find_element(By.ID, "status").get_attribute("class")
     assert len(driver.find_elements(By.CSS_SELECTOR, "#translations li")) == 1
 
@@ -395,6 +464,10 @@ def test_static_export(driver, playground_translator, tmp_path):
     assert _count(driver, "#model-view [data-layer][data-head]") > 0
     assert _count(driver, "#computation-table tbody tr[data-key-index]") > 0
     assert "error" not in driver.find_element(By.ID, "status").get_attribute("class")
+    # The decoder rows read one token and predict the next, as on the live page.
+    first = driver.find_element(By.CSS_SELECTOR,
+                                '#head-view .token[data-side="query"] .token-label').text
+    assert first.startswith("[START] → "), first
     # Self-contained: the assets are inlined, and nothing points at the network.
     assert _count(driver, "script[src], link[rel=stylesheet]") == 0
     links = driver.execute_script(

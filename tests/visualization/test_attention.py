@@ -70,8 +70,12 @@ def test_maps_are_of_the_translators_own_search(run):
     for early_stopping in ("never", True, False):
         own = translator.with_settings(early_stopping=early_stopping)
         maps = attention_maps(own, text)
-        assert maps.target_tokens == own.search([text]).tokens[0]
-        assert maps.translation == own.translate([text])[0]
+        tokens = own.search([text]).tokens[0]
+        if tokens[-1] != "[END]":  # cut at the model's positions: the pass predicts [END] last
+            tokens = tokens[: model.max_length - 1] + ["[END]"]
+        assert maps.target_tokens == tokens
+        if tokens[-1] == "[END]" and len(tokens) < model.max_length:
+            assert maps.translation == own.translate([text])[0]
     for limit in (2, 3):
         short = translator.with_settings(max_output_length=limit)
         cut = short.search([text]).tokens[0]
@@ -103,6 +107,38 @@ def test_png_files(run, tmp_path):
     assert overview.shape[:2] == (440, round((layers * 3.6 + 1.0) * 100))
     with pytest.raises(ValueError, match="Layer 9 does not exist"):
         save_attention_heatmaps(maps, str(tmp_path), layers=[9])
+
+
+def test_decoder_rows_are_labelled_reads_then_predicts(tmp_path, monkeypatch):
+    """Every decoder row (cross- and decoder self-attention) is labelled "X → Y":
+    the position reads X and predicts Y, as in the playground; the encoder's
+    rows and every column are plain tokens. (The figures are not rendered.)"""
+    from matplotlib.figure import Figure
+
+    from keras_attention.visualization import AttentionMaps
+
+    drawn = {}
+
+    def savefig(fig, path, **kwargs):  # the labels, and an empty file instead of a PNG
+        name = os.path.basename(path).split("-", 2)[-1]  # atomic_write's temporary name
+        drawn[name] = [
+            (ax.get_ylabel(), [t.get_text() for t in ax.get_yticklabels()],
+             [t.get_text() for t in ax.get_xticklabels()]) for ax in fig.axes if ax.get_title()]
+        open(path, "wb").close()
+
+    monkeypatch.setattr(Figure, "savefig", savefig)
+    uniform = np.full((1, 1, 3, 3), 1 / 3)
+    maps = AttentionMaps(["the", "book", "[END]"], ["el", "libro", "[END]"],
+                         ["[START]", "el", "libro"], uniform, uniform, uniform, "the book",
+                         "el libro")
+    save_attention_heatmaps(maps, str(tmp_path))
+    rows = ["[START] → el", "el → libro", "libro → [END]"]
+    for name, columns in (("cross_attention.png", maps.source_tokens),
+                          ("cross_attention_layer1.png", maps.source_tokens),
+                          ("decoder_self_attention_layer1.png", maps.target_input_tokens)):
+        assert [panel[1:] for panel in drawn[name]] == [(rows, columns)] * len(drawn[name]), name
+        assert "reads → predicts" in drawn[name][0][0]
+    assert drawn["encoder_self_attention_layer1.png"][0][1:] == (maps.source_tokens,) * 2
 
 
 @pytest.mark.slow  # draws a 25x25x8 figure (out of the quick tier)

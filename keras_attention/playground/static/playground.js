@@ -18,11 +18,14 @@
     decoder_self: "Decoder self-attention (causal)",
     cross: "Cross-attention (target → source)",
   };
+  // A decoder row (query) is a target position: it reads one token ([START] first) and predicts
+  // the next; every view labels it "reads → predicts", as the PNG heatmaps do.
   var KIND_COLUMNS = {
     encoder_self: ["source (queries)", "source (keys)"],
-    decoder_self: ["target input (queries)", "target input (keys)"],
-    cross: ["target input (queries)", "source (keys)"],
+    decoder_self: ["reads → predicts (queries)", "tokens read (keys)"],
+    cross: ["reads → predicts (queries)", "source (keys)"],
   };
+  var ARROW = " → ";
   // d3's category10: distinct on white, readable at low opacity.
   var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
                  "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
@@ -162,6 +165,24 @@
   function queryTokens(A) { return Array.isArray(A.query_tokens) ? A.query_tokens : []; }
   function keyTokens(A) { return Array.isArray(A.key_tokens) ? A.key_tokens : []; }
 
+  function predictedToken(kind, i) {  // what decoder row i predicts (undefined for the encoder)
+    var predicted = state.data && state.data.target_tokens;
+    if (kind === "encoder_self" || !Array.isArray(predicted)) return undefined;
+    return predicted[i];
+  }
+
+  function queryLabel(A, kind, i) {  // "reads → predicts" for a decoder row, else the token
+    var token = String(queryTokens(A)[i]);
+    var predicted = predictedToken(kind, i);
+    return predicted === undefined ? token : token + ARROW + predicted;
+  }
+
+  function queryTitle(A, kind, i) {
+    var predicted = predictedToken(kind, i);
+    return predicted === undefined ? "query " + i + ": " + queryTokens(A)[i]
+      : "query " + i + ": reads " + queryTokens(A)[i] + ", predicts " + predicted;
+  }
+
   function matrix(A, layer, head) {  // [Q][K] weights of one head
     var m = A.weights[layer] && A.weights[layer][head];
     return Array.isArray(m) ? m : [];
@@ -221,6 +242,11 @@
     }
     var parts = [];
     if (model.name) parts.push(String(model.name));
+    if (isNum(model.parameters)) {
+      parts.push((model.parameters >= 1e6 ? (model.parameters / 1e6).toFixed(1) + "M"
+                  : model.parameters >= 1e3 ? (model.parameters / 1e3).toFixed(0) + "k"
+                  : String(model.parameters)) + " parameters");
+    }
     if (isNum(model.num_encoder_layers)) parts.push(model.num_encoder_layers + " encoder layers");
     if (isNum(model.num_decoder_layers)) parts.push(model.num_decoder_layers + " decoder layers");
     if (isNum(model.num_heads)) parts.push(model.num_heads + " heads");
@@ -265,6 +291,30 @@
     root.appendChild(ol);
   }
 
+  function renderReliability(data) {
+    // How far to trust the translation (the API's `reliability`): a warning when most source
+    // words are out of vocabulary or the model is unsure, and the two numbers always.
+    var root = clear($("reliability"));
+    var warnings = Array.isArray(data.warnings) ? data.warnings : [];
+    warnings.forEach(function (warning) {
+      warning = warning || {};
+      root.appendChild(h("p", { class: "warning", "data-kind": String(warning.kind || ""),
+                                text: "⚠ " + String(warning.message || "") }));
+    });
+    var oov = data.out_of_vocabulary;
+    var parts = [];
+    if (isNum(data.confidence)) {
+      parts.push("confidence " + percent(data.confidence) + " (the translation's mean token probability)");
+    }
+    if (oov && isNum(oov.words)) {
+      var unknown = Array.isArray(oov.unknown) ? oov.unknown : [];
+      parts.push(unknown.length + " of " + oov.words + " source words out of vocabulary" +
+                 (unknown.length ? " (" + unknown.slice(0, 6).join(", ") + (unknown.length > 6 ? ", …" : "") + ")" : ""));
+    }
+    if (parts.length) root.appendChild(h("p", { class: "muted reliability-numbers", text: parts.join(" · ") }));
+    root.hidden = !root.firstChild;
+  }
+
   function probabilityColor(p) {  // red (unlikely) .. amber .. green (likely)
     var t = Math.max(0, Math.min(1, isNum(p) ? p : 0));
     var rgb = t < 0.5 ? mix([211, 58, 58], [230, 160, 30], t * 2) : mix([230, 160, 30], [46, 139, 87], t * 2 - 1);
@@ -285,7 +335,8 @@
     var probs = Array.isArray(data.token_probabilities) ? data.token_probabilities : [];
     tokens.forEach(function (token, t) {
       var p = probs[t];
-      var title = "P(" + token + " | " + (inputs.length ? "the tokens before" : "context") +
+      var title = (inputs[t] !== undefined ? "reads " + inputs[t] + ARROW + "predicts " + token + ": " : "") +
+                  "P(" + token + " | " + (inputs.length ? "the tokens before" : "context") +
                   ", source) = " + percent(p);
       var chip = h("span", {
         class: "token target-token" + (isSpecial(token) ? " special" : ""),
@@ -405,9 +456,10 @@
       return;
     }
     var qTokens = queryTokens(A), kTokens = keyTokens(A);
+    var qLabels = qTokens.map(function (token, i) { return queryLabel(A, state.kind, i); });
     var Q = qTokens.length, K = kTokens.length;
     var maxLabel = 190;
-    var leftW = 24 + Math.min(maxLabel, Math.max(40, Math.max.apply(null, [0].concat(qTokens.map(textWidth)))));
+    var leftW = 24 + Math.min(maxLabel, Math.max(40, Math.max.apply(null, [0].concat(qLabels.map(textWidth)))));
     var rightW = 24 + Math.min(maxLabel, Math.max(40, Math.max.apply(null, [0].concat(kTokens.map(textWidth)))));
     var columns = KIND_COLUMNS[state.kind] || ["queries", "keys"];
     leftW = Math.max(leftW, textWidth(columns[0]) * 0.85 + 12);
@@ -460,12 +512,8 @@
     view.appendChild(lines);
     state.headLines = { byQuery: byQuery, byKey: byKey, series: series };
 
-    var queryTargets = state.kind === "encoder_self" ? null : state.data.target_tokens;
     qTokens.forEach(function (token, i) {
-      var title = "query " + i + ": " + token;
-      if (Array.isArray(queryTargets) && queryTargets[i] !== undefined) {
-        title += " (reads " + token + ", predicts " + queryTargets[i] + ")";
-      }
+      var title = queryTitle(A, state.kind, i);
       var g = svg("g", {
         class: "token query" + (isSpecial(token) ? " special" : "") +
                (i === state.query ? " selected" : ""),
@@ -474,7 +522,7 @@
          svg("rect", { class: "tok-bg", x: 4, y: rowY(i) - rowH / 2 + 2, width: leftW - 12,
                        height: rowH - 4, rx: 3 }),
          svg("text", { class: "token-label", x: x1 - 10, y: rowY(i), "text-anchor": "end",
-                       text: shortLabel(token, maxLabel) }));
+                       text: shortLabel(qLabels[i], maxLabel) }));
       listen(g, highlight.bind(null, "query", i), selectQuery.bind(null, i));
       view.appendChild(g);
     });
@@ -614,6 +662,7 @@
         var button = h("button", {
           type: "button", class: "mv-cell" + (selected ? " selected" : ""), "data-layer": l,
           "data-head": n, title: KIND_LABELS[state.kind] + ", layer " + (l + 1) + ", head " + (n + 1) +
+                                 (state.kind === "encoder_self" ? "" : " (rows: reads → predicts)") +
                                  " — click to show it in the head view",
           onclick: onModelCell.bind(null, l, n),
         }, canvas);
@@ -622,8 +671,15 @@
       }
     }
     root.appendChild(grid);
+    var rowsText = state.kind === "encoder_self" ? "source tokens"
+      : "target positions, each reading one token and predicting the next (" +
+        queryLabel(A, state.kind, 0) + (Q > 1 ? ", " + queryLabel(A, state.kind, 1) + ", …" : "") + ")";
     root.appendChild(h("div", { class: "mv-legend" }, "weight 0", h("span", { class: "ramp" }), "1",
       h("span", { class: "muted", text: " · gray: masked (may not attend)" })));
+    root.appendChild(h("p", { id: "model-view-rows", class: "explain mv-rows",
+                              text: "Rows: " + rowsText + "; columns: " +
+                                    (state.kind === "cross" ? "source tokens." :
+                                     state.kind === "decoder_self" ? "the tokens read." : "source tokens.") }));
   }
 
   function onModelCell(layer, head) {
@@ -712,7 +768,8 @@
     var root = clear($("computation"));
     var A = attention(state.kind);
     var qTokens = A ? queryTokens(A) : [], kTokens = A ? keyTokens(A) : [];
-    fillSelect($("comp-query"), qTokens.length, function (i) { return i + ": " + qTokens[i]; }, state.query);
+    fillSelect($("comp-query"), qTokens.length, function (i) { return i + ": " + queryLabel(A, state.kind, i); },
+               state.query);
     fillSelect($("comp-layer"), A ? numLayers(A) : 0, function (l) { return "Layer " + (l + 1); }, state.layer);
     fillSelect($("comp-head"), A ? numHeads(A) : 0, function (n) { return "Head " + (n + 1); }, state.compHead);
     if (!A) {
@@ -743,7 +800,9 @@
 
     root.appendChild(h("p", { class: "comp-heading" },
       KIND_LABELS[state.kind] + " · layer " + (l + 1) + " · head " + (n + 1) + " · query " + i + " ",
-      h("code", { text: "«" + qTokens[i] + "»" })));
+      h("code", { id: "comp-query-label", text: "«" + queryLabel(A, state.kind, i) + "»" }),
+      predictedToken(state.kind, i) === undefined ? null
+        : " (the position that reads «" + qTokens[i] + "» and predicts «" + predictedToken(state.kind, i) + "»)"));
     root.appendChild(h("p", { class: "comp-formula" },
       "weightⱼ = softmax over j of ( q·kⱼ × scale + maskⱼ ),   scale = 1/√dₖ = 1/√" +
       (dk === undefined ? "?" : dk) + " = " + sig(scale, 5) +
@@ -923,6 +982,7 @@
     state.data = data;
     renderModelSummary(data.model || (state.info && state.info.model));
     renderTranslations(data);
+    renderReliability(data);
     renderTokens(data);
     var A = attention(state.kind);
     if (!A) {  // the selected kind is missing: pick one that exists
@@ -933,6 +993,9 @@
       A = attention(state.kind);
     }
     if (A && (first || !state.heads.length && !state.average)) {
+      // Start with the average over heads: all heads' lines at once are a hairball
+      // ("All heads" or a head's box shows them).
+      state.average = true;
       state.heads = [];
       for (var n = 0; n < numHeads(A); n++) state.heads.push(n);
       state.compHead = 0;
