@@ -190,16 +190,17 @@ def plot(results, path):
                        ("read_seconds", "reading the files"),
                        ("vocabulary_seconds", "learning the vocabularies")):
         seconds.plot(sizes, [r[key] or 0 for r in runs], "o-", label=label)
+    labelled = set()  # one legend entry per reader, however many sizes it ran
     for r in results["runs"]:
         if r["reader"] != "this checkout":
+            label = f"to the first step, {r['reader']}"
             seconds.plot([r["pairs"]], [r["seconds_to_first_step"]], "x", markersize=10,
-                         label=f"to the first step, {r['reader']}")
+                         color="black", label=None if label in labelled else label)
+            labelled.add(label)
     seconds.set(xscale="log", xlabel="training pairs", ylabel="seconds",
                 title="Seconds before training", ylim=(0, None))
     seconds.legend(fontsize=8)
-    from _machine import short_cpu_name
-
-    fig.suptitle(f"Own corpora of growing size ({short_cpu_name(results['machine'])})")
+    fig.suptitle("Own corpora of growing size")  # the processor is in the run's record
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

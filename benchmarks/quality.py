@@ -256,9 +256,11 @@ def plot_time_to_bleu(curves, path, title=""):
     ax.set_ylabel("validation BLEU (greedy)")
     ax.set_title("\n".join(textwrap.wrap(title, 90)), fontsize=9)  # a long title: two lines
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+    # Below the axes: inside, the legend hid the curves' ends.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, fontsize=8,
+              frameon=False)
     fig.tight_layout()
-    fig.savefig(path)
+    fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
     return path
 

@@ -336,7 +336,8 @@ class Trainer:
             }
             self.callbacks.on_train_batch_end(step - epoch * steps_per_epoch - 1, logs)
             if progbar is not None:
-                progbar.update(step - epoch * steps_per_epoch, list(logs.items()))
+                progbar.update(step - epoch * steps_per_epoch,
+                               [(k, _Whole(v) if k == "tokens/s" else v) for k, v in logs.items()])
             if writer is not None and (step % 50 == 0 or step == end):
                 with writer.as_default(step=step):
                     tf.summary.scalar("loss", batch_loss / max(batch_tokens, 1.0))
@@ -362,7 +363,8 @@ class Trainer:
                         tf.summary.scalar(f"epoch_{name}", logs[name])
             writer.flush()
         if self.verbose:
-            summary = " - ".join(f"{k}: {v:.4g}" for k, v in logs.items() if k != "tokens")
+            summary = " - ".join(f"{k}: {v:.0f}" if k == "tokens/s" else f"{k}: {v:.4g}"
+                                 for k, v in logs.items() if k != "tokens")
             print(f"epoch {epoch + 1} (step {step}): {summary}", flush=True)
         self._save_checkpoint(step)
         self._save_backup(manager, step)
@@ -376,6 +378,18 @@ class Trainer:
     def _on_sigterm(self, signum, frame):
         del signum, frame
         self._sigterm = True
+
+
+class _Whole(float):
+    """A number that Keras' progress bar prints without decimals
+    ("tokens/s: 676", not "676.4945"): the bar divides it by its count (1)
+    and formats it with four decimals."""
+
+    def __truediv__(self, other):
+        return _Whole(float(self) / other)
+
+    def __format__(self, spec):
+        return format(round(float(self)), "d")
 
 
 def _main_thread():

@@ -44,8 +44,7 @@ DECODING_FLAGS = {
     "beam_size": (int, "beam size (1: greedy)"),
     "length_penalty": (float, "GNMT length penalty alpha: scores are "
                        "log P(Y|X) / ((5 + |Y|) / 6)^alpha (0: the log-probability)"),
-    "max_output_length": (int, "most target tokens generated, [END] included (default: the "
-                          "model's --max-length)"),
+    "max_output_length": (int, "most target tokens generated, [END] included"),
     "early_stopping": (early_stopping_value, "when beam search stops a sentence: false "
                        "(Hugging Face's heuristic; the exact bound's BLEU at 1.4x its speed, "
                        "measured), never (the exact bound) or true (once beam-size hypotheses "
@@ -53,6 +52,21 @@ DECODING_FLAGS = {
 }
 DECODING_DEFAULTS = {"beam_size": 4, "length_penalty": 0.6, "max_output_length": None,
                      "early_stopping": False}
+# What a decoding setting left unset (None) means.
+DECODING_UNSET = {"max_output_length": "the model's --max-length"}
+# The sizes of `keras_attention.models.transformer.PRESETS` under the config's
+# field names, for `--help` (which must not import Keras; tests/recipes check
+# that they agree with the library's): what --d-model etc. left unset give.
+MODEL_PRESET_VALUES = {
+    "tiny": dict(num_layers=2, d_model=32, num_heads=4, intermediate_dim=64, dropout=0.0,
+                 share_embeddings=False, tie_output_embeddings=True),
+    "tutorial": dict(num_layers=4, d_model=128, num_heads=8, intermediate_dim=512, dropout=0.1,
+                     share_embeddings=False, tie_output_embeddings=False),
+    "base": dict(num_layers=6, d_model=512, num_heads=8, intermediate_dim=2048, dropout=0.1,
+                 share_embeddings=True, tie_output_embeddings=True),
+    "big": dict(num_layers=6, d_model=1024, num_heads=16, intermediate_dim=4096, dropout=0.3,
+                share_embeddings=True, tie_output_embeddings=True),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,24 +77,27 @@ class TranslationConfig:
         "TFDS dataset with its config (e.g. ted_hrlr_translate/pt_to_en), or 'text_files' "
         "with --train-files",
     )
-    source_lang: typing.Optional[str] = _field("en", "source language (TFDS feature name)")
-    target_lang: typing.Optional[str] = _field("es", "target language (TFDS feature name)")
-    data_dir: typing.Optional[str] = _field(None, "TFDS data directory (default: TFDS's own)")
+    source_lang: typing.Optional[str] = _field("en", "source language (TFDS feature name)",
+                                               unset="unnamed")
+    target_lang: typing.Optional[str] = _field("es", "target language (TFDS feature name)",
+                                               unset="unnamed")
+    data_dir: typing.Optional[str] = _field(None, "TFDS data directory", unset="TFDS's own")
     train_files: typing.Optional[tuple] = _field(
-        None, "own training text: SRC TGT (aligned files) or one TSV file", nargs="+"
+        None, "own training text: SRC TGT (aligned files) or one TSV file", nargs="+",
+        unset="none"
     )
     validation_files: typing.Optional[tuple] = _field(
-        None, "own validation text: SRC TGT or a TSV file", nargs="+"
+        None, "own validation text: SRC TGT or a TSV file", nargs="+", unset="none"
     )
     test_files: typing.Optional[tuple] = _field(None, "own test text: SRC TGT or a TSV file",
-                                                nargs="+")
+                                                nargs="+", unset="none")
     tsv_columns: tuple = _field((0, 1), "source and target columns of TSV files, from 0 "
                                 "(other columns, e.g. Tatoeba's attribution, are ignored)",
                                 nargs=2, type=int, metavar=("SRC", "TGT"))
     holdout: typing.Optional[tuple] = _field(
         None, "split validation and test off the training file when no --validation-files/"
         "--test-files are given: sizes as fractions (<1) or pair counts, grouped by source "
-        "sentence", nargs=2, type=float, metavar=("VALIDATION", "TEST"))
+        "sentence", nargs=2, type=float, metavar=("VALIDATION", "TEST"), unset="none")
     split_seed: int = _field(0, "seed of the --holdout split")
     holdout_max_pairs: int = _field(5_000, "the most pairs a --holdout fraction takes per "
                                     "split (validation loss and BLEU stay bounded)")
@@ -100,9 +117,9 @@ class TranslationConfig:
                                 choices=("drop", "truncate"))
     batch_tokens: int = _field(4096, "padded tokens per training batch (global)")
     bucket_boundaries: typing.Optional[tuple] = _field(
-        None, "padded lengths of the length buckets, increasing and ending at --max-length "
-        "(unset: 8, 16, 24, 32, 48, 64, 96, ...); finer buckets pad less, each one more "
-        "batch shape to compile", nargs="+", type=int, metavar="LENGTH")
+        None, "padded lengths of the length buckets, increasing and ending at --max-length; "
+        "finer buckets pad less, each one more batch shape to compile", nargs="+", type=int,
+        metavar="LENGTH", unset="8 16 24 32 48 64 96 ... up to --max-length")
     pack: bool = _field(False, "pack several pairs into each training row of --max-length "
                         "tokens (block-diagonal attention, positions restarting per pair) "
                         "instead of length buckets: almost no padding, one batch shape")
@@ -111,39 +128,39 @@ class TranslationConfig:
     model_preset: str = _field("tutorial", "Transformer preset", choices=tuple(MODEL_PRESETS))
     # The bundled corpus needs only 2 of the tutorial's 4 layers: 400 steps reach
     # ~98 validation BLEU at 0.6x the 4-layer step time (measured; README, Speed).
-    num_layers: typing.Optional[int] = _field(2, "encoder and decoder layers (None: the "
-                                              "model preset's)")
-    d_model: typing.Optional[int] = _field(None, "model depth (preset's)")
-    num_heads: typing.Optional[int] = _field(None, "attention heads (preset's)")
-    intermediate_dim: typing.Optional[int] = _field(None, "feed-forward depth (preset's)")
-    dropout: typing.Optional[float] = _field(None, "dropout rate (preset's)")
+    num_layers: typing.Optional[int] = _field(2, "encoder and decoder layers")
+    d_model: typing.Optional[int] = _field(None, "model depth")
+    num_heads: typing.Optional[int] = _field(None, "attention heads")
+    intermediate_dim: typing.Optional[int] = _field(None, "feed-forward depth")
+    dropout: typing.Optional[float] = _field(None, "dropout rate")
     attention_dropout: typing.Optional[float] = _field(
-        None, "dropout on the attention weights (unset: --dropout)")
+        None, "dropout on the attention weights", unset="--dropout's")
     activation_dropout: typing.Optional[float] = _field(
-        None, "dropout on the feed-forward hidden activations (unset: the model's, 0)")
+        None, "dropout on the feed-forward hidden activations", unset="0")
     norm_first: bool = _field(False, "pre-LN blocks instead of the paper's post-LN")
     share_embeddings: typing.Optional[bool] = _field(
-        None, "one embedding table for source and target (needs --shared-vocabulary; unset: "
-        "the model preset's)")
+        None, "one embedding table for source and target (needs --shared-vocabulary)")
     tie_output_embeddings: typing.Optional[bool] = _field(
-        None, "the output projection is the transposed target embedding (unset: the model "
-        "preset's)")
+        None, "the output projection is the transposed target embedding")
     # -- training ------------------------------------------------------------
     steps: int = _field(400, "optimizer steps in total")
     steps_per_epoch: int = _field(100, "steps between validation, checkpoints and summaries")
     warmup_steps: int = _field(200, "linear warm-up steps of the paper's schedule")
     learning_rate_scale: float = _field(1.0, "factor on the paper's learning rate")
     label_smoothing: float = _field(0.1, "label smoothing epsilon")
-    clip_norm: typing.Optional[float] = _field(None, "clip the global gradient norm to this")
+    clip_norm: typing.Optional[float] = _field(None, "clip the global gradient norm to this",
+                                               unset="off")
     precision: str = _field(
         "auto", "float32, mixed_float16, mixed_bfloat16 or auto (mixed_bfloat16 on "
         "TPUs, on GPUs of compute capability 8.0+ and on CPUs with AVX-512 BF16 or AMX; "
         "mixed_float16 on older GPUs; float32 elsewhere)", choices=PRECISIONS)
     strategy: str = _field("auto", "tf.distribute strategy", choices=STRATEGIES)
-    tpu: typing.Optional[str] = _field(None, "TPU name or address for --strategy tpu")
+    tpu: typing.Optional[str] = _field(None, "TPU name or address for --strategy tpu",
+                                       unset="the TPU cluster resolver's")
     jit_compile: typing.Optional[bool] = _field(
-        None, "compile the training step with XLA (unset: on for float32 on CPUs without "
-        "AVX-512, where it was measured faster; off elsewhere)")
+        None, "compile the training step with XLA",
+        unset="by the processor: on for float32 on CPUs without AVX-512, where it was "
+        "measured faster; off elsewhere")
     decode_jit_compile: bool = _field(
         True, "compile the run's decoding (validation BLEU, the final evaluation) with XLA: "
         "2-4x faster per sentence on CPUs, a few seconds of compilation per batch shape")
@@ -158,14 +175,15 @@ class TranslationConfig:
     validation_bleu_sentences: int = _field(200, "validation sentences translated (greedy) at "
                                             "each epoch end for BLEU/chrF (0: off)")
     early_stopping_patience: typing.Optional[int] = _field(
-        None, "stop after N epochs without a validation BLEU improvement")
+        None, "stop after N epochs without a validation BLEU improvement", unset="never")
     plateau_patience: typing.Optional[int] = _field(
         None, "lower the learning rate (x --plateau-decay) after N epochs without a "
-        "validation BLEU improvement, and again after N more (unset: never)")
+        "validation BLEU improvement, and again after N more", unset="never")
     plateau_decay: float = _field(0.5, "what --plateau-patience multiplies the learning "
                                   "rate by")
     time_budget: typing.Optional[float] = _field(
-        None, "minutes of training; then stop cleanly (checkpoint, evaluation, export)")
+        None, "minutes of training; then stop cleanly (checkpoint, evaluation, export)",
+        unset="none")
     # -- evaluation and outputs ---------------------------------------------
     eval_split: str = _field("test", "split scored with BLEU after training",
                              choices=("validation", "test"))
@@ -173,12 +191,14 @@ class TranslationConfig:
     length_penalty: float = _field(DECODING_DEFAULTS["length_penalty"],
                                    DECODING_FLAGS["length_penalty"][1])
     max_output_length: typing.Optional[int] = _field(
-        DECODING_DEFAULTS["max_output_length"], DECODING_FLAGS["max_output_length"][1])
+        DECODING_DEFAULTS["max_output_length"], DECODING_FLAGS["max_output_length"][1],
+        unset=DECODING_UNSET["max_output_length"])
     early_stopping: typing.Union[str, bool] = _field(
         DECODING_DEFAULTS["early_stopping"], DECODING_FLAGS["early_stopping"][1],
         type=early_stopping_value, metavar="{never,true,false}")
     eval_batch_size: int = _field(64, "sentences per decoding batch")
-    max_eval_sentences: typing.Optional[int] = _field(None, "score only the first N sentences")
+    max_eval_sentences: typing.Optional[int] = _field(None, "score only the first N sentences",
+                                                      unset="all")
     attention_plots: int = _field(3, "test sentences whose attention is drawn to attention/")
     # -- written by the run ----------------------------------------------------
     corpus_rule: typing.Optional[str] = _field(
@@ -232,16 +252,22 @@ def positive_int(text):
     return value
 
 
-def add_decoding_flags(parser, default="the run's"):
+def add_decoding_flags(parser, default="the run's", notes=None):
     """Adds the decoding flags of train.py to another script
     (`--beam-size`, `--length-penalty`, `--max-output-length`,
     `--early-stopping`), each None unless given; `decoding_overrides(args)`
-    is what `Translator.with_settings` takes."""
+    is what `Translator.with_settings` takes. `default` says where an unset
+    flag's value comes from; `notes` ({name: text}) adds what the script does
+    with one flag (e.g. the playground's starting beam size)."""
     group = parser.add_argument_group("decoding (as train.py's flags)")
     for name, (kind, help_text) in DECODING_FLAGS.items():
+        shown = default
+        if name in DECODING_UNSET:
+            shown += f"; {DECODING_UNSET[name]} if that is unset"
+        note = f"; {notes[name]}" if notes and name in notes else ""
         group.add_argument(_flag(name), type=kind, dest=name, default=None,
                            metavar="{never,true,false}" if name == "early_stopping" else None,
-                           help=f"{help_text} (default: {default})")
+                           help=f"{help_text}{note} (default: {shown})")
     return parser
 
 
@@ -319,41 +345,100 @@ def _flag(name):
     return "--" + name.replace("_", "-")
 
 
+# train.py's --help groups, in order: every flag field is in exactly one.
+FLAG_GROUPS = {
+    "data": ("dataset", "source_lang", "target_lang", "data_dir", "train_files",
+             "validation_files", "test_files", "tsv_columns", "holdout", "split_seed",
+             "holdout_max_pairs", "in_memory_pairs"),
+    "vocabularies and batches": ("tokenizer", "vocabulary_size", "vocabulary_sample",
+                                 "shared_vocabulary", "lowercase", "max_length",
+                                 "length_policy", "batch_tokens", "bucket_boundaries", "pack",
+                                 "shuffle_buffer"),
+    "model": ("model_preset", "num_layers", "d_model", "num_heads", "intermediate_dim",
+              "dropout", "attention_dropout", "activation_dropout", "norm_first",
+              "share_embeddings", "tie_output_embeddings"),
+    "training": ("steps", "steps_per_epoch", "warmup_steps", "learning_rate_scale",
+                 "label_smoothing", "clip_norm", "seed", "deterministic", "time_budget"),
+    "precision and distribution": ("precision", "strategy", "tpu", "jit_compile",
+                                   "decode_jit_compile"),
+    "validation, checkpoints and early stopping": (
+        "validation_bleu_sentences", "backup_every_steps", "keep_checkpoints",
+        "average_checkpoints", "select_checkpoints", "early_stopping_patience",
+        "plateau_patience", "plateau_decay"),
+    "final evaluation and outputs": ("eval_split", "eval_batch_size", "max_eval_sentences",
+                                     "attention_plots"),
+    "decoding (the run's evaluation, export and preset)": tuple(DECODING_FLAGS),
+}
+
+
+def _shown(config, name):
+    """How `--help` shows field `name` of the preset `config`: its value, or
+    what leaving it unset (None) or to the corpus rule gives."""
+    value = getattr(config, name)
+    if name in RULE_FIELDS and value == AUTO:
+        return "by the corpus rule"
+    if value is None:
+        model = MODEL_PRESET_VALUES[config.model_preset]
+        if name in model:
+            value = model[name]
+            shown = ("on" if value else "off") if isinstance(value, bool) else value
+            return f"{shown}, the {config.model_preset} model's"
+        return _FIELDS[name].metadata["unset"]
+    if isinstance(value, bool):  # a switch on/off, or --early-stopping's true/false
+        return ("on" if value else "off") if _HINTS[name] in _SWITCH else str(value).lower()
+    if isinstance(value, tuple):
+        return " ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value)
+    return str(value)
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(TranslationConfig)}
+_HINTS = typing.get_type_hints(TranslationConfig)
+_SWITCH = (bool, typing.Optional[bool])
+
+
 def add_config_flags(parser):
-    """Adds `--preset` and one flag per config field (default: the preset's)."""
+    """Adds `--preset` and one flag per config field, in the argument groups
+    of `FLAG_GROUPS`; each help shows the field's value in the default preset
+    and, where it differs, in own_corpus (the default with --train-files)."""
     parser.add_argument("--preset", default=None, choices=tuple(PRESETS),
-                        help=f"named configuration (default: {DEFAULT_PRESET}, or "
-                        f"{OWN_FILES_PRESET} with --train-files)")
-    group = parser.add_argument_group("config fields (override the preset)")
-    hints = typing.get_type_hints(TranslationConfig)
-    for field in dataclasses.fields(TranslationConfig):
-        if not field.metadata.get("flag", True):
-            continue
-        kind = hints[field.name]
-        base = typing.get_args(kind)[0] if typing.get_origin(kind) is typing.Union else kind
-        own = getattr(PRESETS[OWN_FILES_PRESET], field.name)
-        if own == AUTO:
-            own = f"{AUTO}, by corpus size"
-        help_text = f"{field.metadata['help']} (bundled preset: {field.default}" + (
-            f"; {OWN_FILES_PRESET}: {own})" if own != field.default else ")")
-        kwargs = {"default": argparse.SUPPRESS, "help": help_text, "dest": field.name}
-        if base is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        elif base is tuple:
-            kwargs.update(nargs=field.metadata.get("nargs", "+"),
-                          metavar=field.metadata.get("metavar", "FILE"))
-            if "type" in field.metadata:
-                kwargs["type"] = field.metadata["type"]
-        else:
-            kwargs["type"] = field.metadata.get("type", base)
-            if field.name in RULE_FIELDS:  # `--dropout auto`: the corpus rule decides
-                kwargs["type"] = _or_auto(kwargs["type"])
-            if "metavar" in field.metadata:
-                kwargs["metavar"] = field.metadata["metavar"]
-            if "choices" in field.metadata:
-                kwargs["choices"] = field.metadata["choices"]
-        group.add_argument(_flag(field.name), **kwargs)
+                        help=f"named configuration; flags override it (default: "
+                        f"{DEFAULT_PRESET}, or {OWN_FILES_PRESET} with --train-files)")
+    flags = [f.name for f in dataclasses.fields(TranslationConfig)
+             if f.metadata.get("flag", True)]
+    grouped = [name for names in FLAG_GROUPS.values() for name in names]
+    if sorted(grouped) != sorted(flags):  # a new field must join a group
+        raise AssertionError(f"FLAG_GROUPS misses or repeats fields: "
+                             f"{sorted(set(flags) ^ set(grouped))}")
+    for title, names in FLAG_GROUPS.items():
+        group = parser.add_argument_group(title)
+        for name in names:
+            group.add_argument(_flag(name), **_flag_kwargs(_FIELDS[name], _HINTS[name]))
     return parser
+
+
+def _flag_kwargs(field, kind):
+    base = typing.get_args(kind)[0] if typing.get_origin(kind) is typing.Union else kind
+    bundled = _shown(PRESETS[DEFAULT_PRESET], field.name)
+    own = _shown(PRESETS[OWN_FILES_PRESET], field.name)
+    help_text = f"{field.metadata['help']} (default: {bundled}" + (
+        f"; {OWN_FILES_PRESET}: {own})" if own != bundled else ")")
+    kwargs = {"default": argparse.SUPPRESS, "help": help_text, "dest": field.name}
+    if base is bool:
+        kwargs["action"] = argparse.BooleanOptionalAction
+    elif base is tuple:
+        kwargs.update(nargs=field.metadata.get("nargs", "+"),
+                      metavar=field.metadata.get("metavar", "FILE"))
+        if "type" in field.metadata:
+            kwargs["type"] = field.metadata["type"]
+    else:
+        kwargs["type"] = field.metadata.get("type", base)
+        if field.name in RULE_FIELDS:  # `--dropout auto`: the corpus rule decides
+            kwargs["type"] = _or_auto(kwargs["type"])
+        if "metavar" in field.metadata:
+            kwargs["metavar"] = field.metadata["metavar"]
+        if "choices" in field.metadata:
+            kwargs["choices"] = field.metadata["choices"]
+    return kwargs
 
 
 def _or_auto(kind):

@@ -11,7 +11,7 @@ preset.
 
 What the rule says, and the measurements that chose it (Tatoeba en-es,
 grouped subsets, 2-core AMD EPYC Zen 4, one core per run; the table is in
-docs/training.md, "Small corpora", and
+benchmarks/training.md, "Small corpora", and
 benchmarks/results/2026-12-04-quality-amd-epyc-zen4.json):
 
 - Below 50,000 pairs, when both sides share a script: one vocabulary and

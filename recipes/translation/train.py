@@ -15,9 +15,9 @@ BLEU at each epoch end, early stopping, and the best checkpoints averaged.
 
 Examples:
   python recipes/translation/train.py                       # the bundled corpus
-  python recipes/translation/train.py --train-files spa.txt --time-budget 60 \
+  python recipes/translation/train.py --train-files spa.txt --time-budget 60 \\
       --source-lang en --target-lang es --workdir runs/spa   # Tatoeba's TSV, one hour
-  python recipes/translation/train.py --train-files train.en train.es \
+  python recipes/translation/train.py --train-files train.en train.es \\
       --validation-files dev.en dev.es --test-files test.en test.es --workdir runs/mine
   python recipes/translation/train.py --preset ted_hrlr_pt_en --workdir runs/pt_en
   TF_CONFIG=... python recipes/translation/train.py --strategy multi_worker ...

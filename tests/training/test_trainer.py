@@ -539,3 +539,13 @@ def test_sigterm_saves_a_backup_and_stops(tmp_path):
     resumed.fit(reverse_batches(), total_steps=25, steps_per_epoch=25)
     assert [os.path.basename(p) for p in list_checkpoints(str(tmp_path / "checkpoints"))] == [
         "ckpt-25.weights.h5"]
+
+
+@pytest.mark.backend_independent
+def test_progress_bar_prints_whole_tokens_per_second(capsys):
+    from keras_attention.training.trainer import _Whole
+
+    bar = keras.utils.Progbar(2, stateful_metrics=["loss", "tokens/s"])
+    bar.update(2, [("loss", 1.25), ("tokens/s", _Whole(676.4945))])
+    out = capsys.readouterr().out
+    assert "tokens/s: 676" in out and "676.49" not in out and "loss: 1.2500" in out
