@@ -103,7 +103,7 @@ def atomic_write_text(path, text):
         with open(tmp, "w", encoding="utf-8") as f:
             f.write(text)
 
-    _write_then_rename(write, f"{path}.tmp", path)
+    atomic_write(path, write)
 
 
 def atomic_write(path, write, what=""):
