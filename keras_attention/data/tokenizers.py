@@ -212,14 +212,14 @@ class SubwordTokenizer(_Tokenizer):
         `vocabulary_size` is an upper bound: the learner stops earlier when the
         corpus has fewer useful pieces.
 
-        Not reproducible between trainings yet: Hugging Face's trainer
-        numbers the continuing characters ("##a") in the order of a Rust hash
-        map, seeded anew for every map, and breaks ties between equally
-        frequent merges by those numbers (the same data gave vocabularies of
-        1,640 to 1,651 tokens). Registering them first, sorted, pins it, but
-        changes the models trained on it (measured: the bundled 300-step
-        alignment test fell from 0.91-0.98 to 0.79); that choice is left to
-        a measured change.
+        Reproducible: the same texts and flags give the same vocabulary, in
+        the same order, in every process. Hugging Face's trainer numbers the
+        continuing characters ("##a") in the order of a Rust hash map, seeded
+        anew for every map, and breaks ties between equally frequent merges
+        by those numbers (the same data gave vocabularies of 1,640 to 1,651
+        tokens). Each continuing character of the texts is registered up
+        front instead, in code point order, so their numbers, hence the
+        merges, are fixed.
         """
         from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
@@ -230,18 +230,33 @@ class SubwordTokenizer(_Tokenizer):
         learner = Tokenizer(models.WordPiece(unk_token=RESERVED_TOKENS[UNK_ID],
                                              continuing_subword_prefix=SUFFIX_INDICATOR))
         learner.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        # Every character that continues a word (as the trainer splits the
+        # words), as "##c", in code point order: numbered before the trainer
+        # meets them in its hash map's order (see the docstring).
+        continuing = sorted({c for text in texts
+                             for word, _ in learner.pre_tokenizer.pre_tokenize_str(text)
+                             for c in word[1:]})
         trainer = trainers.WordPieceTrainer(
             vocab_size=vocabulary_size,
-            special_tokens=list(RESERVED_TOKENS),
+            special_tokens=[*RESERVED_TOKENS, *(SUFFIX_INDICATOR + c for c in continuing)],
             continuing_subword_prefix=SUFFIX_INDICATOR,
             show_progress=False,
         )
         learner.train_from_iterator(texts, trainer)
-        by_id = sorted(learner.get_vocab().items(), key=lambda item: item[1])
+        by_id = [token for token, _ in sorted(learner.get_vocab().items(),
+                                              key=lambda item: item[1])]
+        # The trainer's layout (reserved tokens, characters, continuing
+        # characters, merges), the continuing ones registered above moved back
+        # after the characters.
+        reserved, pinned = len(RESERVED_TOKENS), len(RESERVED_TOKENS) + len(continuing)
+        rest = by_id[pinned:]
+        characters = next((i for i, token in enumerate(rest) if len(token) > 1), len(rest))
+        by_id = [*by_id[:reserved], *rest[:characters], *by_id[reserved:pinned],
+                 *rest[characters:]]
         # Without pieces holding a NUL (a stray byte of a training line): the
         # fast tokenizer's trie cannot hold them (a C++ abort, "zero-length
         # key"); such a character then reads as [UNK].
-        vocabulary = [token for token, _ in by_id if "\0" not in token]
+        vocabulary = [token for token in by_id if "\0" not in token]
         if len(vocabulary) <= len(RESERVED_TOKENS):
             raise ValueError("Cannot learn a vocabulary: the training texts are empty.")
         logger.info("Learned a WordPiece vocabulary of %d tokens in %.1f s.", len(vocabulary),
