@@ -38,12 +38,32 @@ def tensorflow_uses_onednn():
     say). Its default is on only for processors with newer instructions
     (e.g. AVX-512 VNNI or BF16, AMX); elsewhere, e.g. on an AVX2-only CPU,
     every op is an Eigen kernel unless `TF_ENABLE_ONEDNN_OPTS=1`. This
-    decides more of a step's speed than the instruction sets alone."""
+    decides more of a step's speed than the instruction sets alone.
+
+    TensorFlow exports no flag for it, so this watches what it does: with
+    oneDNN on, its graph rewrite runs a float32 MatMul on the CPU as a
+    oneDNN op (`_Mkl...`), seen in the partitioned graph a v1 `Session`
+    reports."""
     try:
-        from tensorflow.python.util import _pywrap_util_port
+        import numpy as np
+        import tensorflow as tf
     except ImportError:
         return None
-    return bool(_pywrap_util_port.IsMklEnabled())
+    graph = tf.Graph()
+    with graph.as_default(), tf.device("/CPU:0"):
+        x = tf.compat.v1.placeholder(tf.float32, [2, 2])  # a placeholder: no constant folding
+        product = tf.matmul(x, x)
+    options = tf.compat.v1.RunOptions(output_partition_graphs=True)
+    metadata = tf.compat.v1.RunMetadata()
+    # The CPU only, with threads of its own that go with the session.
+    config = tf.compat.v1.ConfigProto(device_count={"GPU": 0}, use_per_session_threads=True,
+                                      intra_op_parallelism_threads=1,
+                                      inter_op_parallelism_threads=1)
+    with tf.compat.v1.Session(graph=graph, config=config) as session:
+        session.run(product, {x: np.ones([2, 2], np.float32)}, options=options,
+                    run_metadata=metadata)
+    return any(node.op.startswith("_Mkl") for partition in metadata.partition_graphs
+               for node in partition.node)
 
 
 def describe(info=None):

@@ -185,7 +185,8 @@ def main(argv=None):
     from keras_attention.export import export_ctranslate2, translate_with_ctranslate2
     from keras_attention.models.transformer import with_dtype_policy
     from keras_attention.translation import Translator
-    from recipes.translation.train_lib import load_translator, make_corpus
+    from recipes.translation.corpora import make_corpus
+    from recipes.translation.runs import load_translator
 
     machine = cpu_info()
     load_at_start = os.getloadavg()[0]  # other processes share the machine

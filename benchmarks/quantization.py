@@ -95,7 +95,8 @@ def main(argv=None):
     from keras_attention import Translator
     from keras_attention.evaluation import corpus_bleu
     from keras_attention.models.transformer import with_dtype_policy
-    from recipes.translation.train_lib import load_translator, make_corpus
+    from recipes.translation.corpora import make_corpus
+    from recipes.translation.runs import load_translator
 
     machine = cpu_info()
     load_at_start = os.getloadavg()[0]

@@ -70,7 +70,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     from keras_attention.translation import translate
-    from recipes.translation.train_lib import load_run, make_corpus
+    from recipes.translation.corpora import make_corpus
+    from recipes.translation.runs import load_run
 
     export_dir = os.path.join(args.workdir, "export")
     versions = sorted((int(v) for v in os.listdir(export_dir) if v.isdigit()))

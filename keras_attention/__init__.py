@@ -1,10 +1,9 @@
 """keras_attention: attention layers and an encoder-decoder Transformer for Keras 3."""
 
-__version__ = "0.1.0"
-
 # Registers every serializable layer and model with Keras, so that
 # `keras.saving.load_model("model.keras")` works after `import keras_attention`.
 from keras_attention import layers, models  # noqa: F401
+from keras_attention.version import __version__  # noqa: F401  (a module that imports nothing)
 
 
 def _register_bundled_dataset():

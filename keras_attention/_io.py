@@ -106,6 +106,11 @@ def atomic_write_text(path, text):
     atomic_write(path, write)
 
 
+def write_json(path, value, sort_keys=False):
+    """`value` as indented JSON (a final newline), written atomically."""
+    atomic_write_text(path, json.dumps(value, indent=2, sort_keys=sort_keys) + "\n")
+
+
 def atomic_write(path, write, what=""):
     """`write(tmp)` into a hidden temporary file in `path`'s folder (with
     `path`'s extension, for writers that go by it, such as matplotlib), then

@@ -18,7 +18,8 @@ import tensorflow as tf
 
 from keras_attention import Translator
 from keras_attention.models import Transformer
-from keras_attention.translation import _compiled_batch_size, _pad_to_bucket, translate
+from keras_attention.translation import translate
+from keras_attention.translation.searching import _compiled_batch_size, _pad_to_bucket
 from tests.helpers import (
     ENGLISH,
     SENTENCES,
@@ -71,7 +72,8 @@ def test_preset_round_trip_is_bit_identical(small, tmp_path):
         np.testing.assert_array_equal(a, b)
     assert loaded.source_tokenizer.vocabulary == small.source_tokenizer.vocabulary
     assert loaded.target_tokenizer.vocabulary == small.target_tokenizer.vocabulary
-    assert loaded.translate_with_scores(SENTENCES) == small.translate_with_scores(SENTENCES)
+    assert (loaded.translate(SENTENCES, return_scores=True)
+            == small.translate(SENTENCES, return_scores=True))
     assert Translator.from_preset(path, beam_size=1).beam_size == 1
 
 
@@ -90,7 +92,8 @@ def test_a_preset_of_the_earlier_layout_still_loads(small, tmp_path):
     (old / "config.json").write_text(json.dumps(config))
     loaded = Translator.from_preset(str(old), jit_compile=False)
     assert type(loaded.model) is Transformer
-    assert loaded.translate_with_scores(SENTENCES) == small.translate_with_scores(SENTENCES)
+    assert (loaded.translate(SENTENCES, return_scores=True)
+            == small.translate(SENTENCES, return_scores=True))
 
 
 def test_preset_passes_keras_hub_layout_checks(small, tmp_path):
@@ -155,7 +158,8 @@ def test_translate_api(small):
     expected = translate(small.model, small.source_tokenizer, small.target_tokenizer, SENTENCES,
                          beam_size=1, length_penalty=0.0, verbose=0,
                          jit_compile=small.jit_compile)
-    assert small.translate_with_scores(SENTENCES, beam_size=1, length_penalty=0.0) == expected
+    assert small.translate(SENTENCES, beam_size=1, length_penalty=0.0,
+                           return_scores=True) == expected
     # A dataset of strings, scalar or batched, gives the same translations.
     dataset = tf.data.Dataset.from_tensor_slices(SENTENCES)
     assert small.translate(dataset) == translations
@@ -495,7 +499,7 @@ def test_early_stopping_travels_with_presets_and_exports(small, tmp_path):
     expected = translate(small.model, small.source_tokenizer, small.target_tokenizer, SENTENCES,
                          beam_size=3, length_penalty=0.6, verbose=0, jit_compile=early.jit_compile,
                          early_stopping=True)
-    assert early.translate_with_scores(SENTENCES) == expected
+    assert early.translate(SENTENCES, return_scores=True) == expected
 
     loaded = Translator.from_preset(early.save_to_preset(str(tmp_path / "preset")))
     assert loaded.get_config() == early.get_config()
@@ -655,7 +659,7 @@ def test_run_directory_loads_with_the_runs_settings(tiny_run, run_translator):
     # The run's own hypotheses (written by the recipe's evaluation) are reproduced.
     with open(os.path.join(workdir, "hypotheses.test.txt"), encoding="utf-8") as f:
         hypotheses = f.read().splitlines()
-    from recipes.translation.train_lib import make_corpus
+    from recipes.translation.corpora import make_corpus
 
     sources = [s.decode("utf-8") for s, _ in
                make_corpus(config).load("test").take(len(hypotheses)).as_numpy_iterator()]
@@ -672,7 +676,7 @@ def test_run_export_and_preset_agree(run_translator, tiny_export, tmp_path):
                          beam_size=run_translator.beam_size,
                          length_penalty=run_translator.length_penalty, verbose=0,
                          jit_compile=run_translator.jit_compile)
-    assert run_translator.translate_with_scores(SENTENCES) == expected
+    assert run_translator.translate(SENTENCES, return_scores=True) == expected
 
     export_path = tiny_export  # `run_translator.export(...)`, made once for the session
     serve = tf.saved_model.load(export_path).signatures["serving_default"]
@@ -689,7 +693,7 @@ def test_run_export_and_preset_agree(run_translator, tiny_export, tmp_path):
     from_preset = Translator.from_preset(preset)
     for a, b in zip(_weights(run_translator), _weights(from_preset), strict=True):
         np.testing.assert_array_equal(a, b)
-    assert from_preset.translate_with_scores(SENTENCES) == expected
+    assert from_preset.translate(SENTENCES, return_scores=True) == expected
     assert from_preset.metadata["bleu"] == run_translator.metadata["bleu"]
 
 

@@ -11,6 +11,9 @@ Modules: `greedy` (`greedy_search`), `beam` (`beam_search`), `settings`
 share); `search`, which picks one by beam size, is defined here.
 """
 
+from keras import ops
+
+from keras_attention._constants import PAD_ID
 from keras_attention.decoding.beam import beam_search
 from keras_attention.decoding.greedy import greedy_search
 from keras_attention.decoding.settings import (
@@ -19,6 +22,18 @@ from keras_attention.decoding.settings import (
     check_early_stopping,
     gnmt_length_penalty,
 )
+
+
+def empty_sources(encoder_tokens, end_id):
+    """`[B]` bool: which sources of `encoder_tokens` (`[B, S]` ids) hold no
+    token but padding and `end_id`: the tokenizers' ids of "" and of blank
+    text (`[END]` alone). The one definition of "empty in, empty out": every
+    result `search` gives an empty source is `[END]` alone (the empty
+    string) with score 0, so the Translator, the SavedModel and keras-hub's
+    `generate` translate "" to ""."""
+    tokens = ops.cast(encoder_tokens, "int32")
+    other = ops.logical_and(ops.not_equal(tokens, PAD_ID), ops.not_equal(tokens, end_id))
+    return ops.logical_not(ops.any(other, axis=-1))
 
 
 def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAULTS.beam_size,
@@ -30,7 +45,10 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
     `(tokens [B, L], scores [B])`, scores log P(Y|X) / lp(Y) whatever the
     beam size, or with
     `num_return_sequences=n` (at most `beam_size`) the n best,
-    `([B, n, L], [B, n])`."""
+    `([B, n, L], [B, n])`.
+
+    Empty in, empty out: every result of an empty source (`empty_sources`:
+    no token but padding and `end_id`) is `end_id` alone with score 0."""
     check_early_stopping(early_stopping)
     if beam_size == 1:
         if num_return_sequences not in (None, 1):
@@ -38,14 +56,22 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
                              "search with at least as many beams; received beam_size=1.")
         tokens, scores = greedy_search(model, encoder_tokens, max_length, start_id, end_id,
                                        length_penalty=length_penalty)
-        if num_return_sequences is None:
-            return tokens, scores
-        return tokens[:, None], scores[:, None]
-    return beam_search(model, encoder_tokens, max_length, start_id, end_id,
-                       beam_size=beam_size, length_penalty=length_penalty,
-                       num_return_sequences=num_return_sequences,
-                       early_stopping=early_stopping)
+        if num_return_sequences is not None:
+            tokens, scores = tokens[:, None], scores[:, None]
+    else:
+        tokens, scores = beam_search(model, encoder_tokens, max_length, start_id, end_id,
+                                     beam_size=beam_size, length_penalty=length_penalty,
+                                     num_return_sequences=num_return_sequences,
+                                     early_stopping=early_stopping)
+    # Empty in, empty out: whatever the model made of an empty source.
+    empty = ops.reshape(empty_sources(encoder_tokens, end_id),
+                        (-1,) + (1,) * (len(scores.shape) - 1))  # [B] or [B, 1]
+    positions = ops.arange(ops.shape(tokens)[-1])
+    only_end = ops.cast(ops.where(ops.equal(positions, 0), end_id, 0), tokens.dtype)  # [L]
+    tokens = ops.where(empty[..., None], only_end, tokens)
+    scores = ops.where(empty, ops.cast(0, scores.dtype), scores)
+    return tokens, scores
 
 
 __all__ = ["DEFAULTS", "DecodingSettings", "beam_search", "check_early_stopping",
-           "gnmt_length_penalty", "greedy_search", "search"]
+           "empty_sources", "gnmt_length_penalty", "greedy_search", "search"]

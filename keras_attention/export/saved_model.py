@@ -58,13 +58,19 @@ def check_text(text):
 
 
 def _check_translator(translator):
-    """A TypeError unless `translator` is a `keras_attention.Translator`."""
-    from keras_attention.translation import Translator
-
-    if not isinstance(translator, Translator):
+    """A TypeError unless `translator` has the interface of a
+    `keras_attention.Translator` that the exports use, naming what it lacks.
+    Any such object is accepted (duck typing), so that this package never
+    imports the translator's. (With `dtype_policy`, `export_translator` also
+    builds another of its type: `type(translator)(model, source_tokenizer,
+    target_tokenizer, **settings.to_dict())`.)"""
+    needed = ("model", "source_tokenizer", "target_tokenizer", "settings", "search_ids")
+    missing = [name for name in needed if not hasattr(translator, name)]
+    if missing:
         raise TypeError("`translator` must be a keras_attention.Translator (the model, its "
-                        "tokenizers and decoding settings); received "
-                        f"{type(translator).__name__}. Build one with Translator(model, "
+                        "tokenizers and decoding settings) or an object with its "
+                        f"{', '.join(needed)}; received {type(translator).__name__}, which "
+                        f"has no {', no '.join(missing)}. Build one with Translator(model, "
                         "source_tokenizer, target_tokenizer, beam_size=...).")
 
 
@@ -78,14 +84,11 @@ def _serving_fn(translator):
 
     def translate_batch(text):
         ids = tokenize_with_end(source_tokenizer, text, max_input_length)  # [B, None] ragged
-        empty = ids.row_lengths() == 1  # [END] alone: "" and whitespace-only inputs
         encoder_tokens = ids.to_tensor()  # [B, S], 0-padded
-        tokens, scores = translator.search_ids(encoder_tokens)  # the translator's search
-        translation = target_tokenizer.detokenize(tokens)
-        return {
-            "translation": tf.where(empty, tf.constant(""), translation),
-            "score": tf.where(empty, tf.constant(0.0), tf.cast(scores, tf.float32)),
-        }
+        # The translator's search ("" and blank text: [END] alone, score 0).
+        tokens, scores = translator.search_ids(encoder_tokens)
+        return {"translation": target_tokenizer.detokenize(tokens),
+                "score": tf.cast(scores, tf.float32)}
 
     return serve
 

@@ -8,47 +8,54 @@ instead, the search `Translator.translate` and the SavedModel run, so
 `generate` and `translate` give the same translations.
 """
 
+import warnings
+
 import keras_hub
 from keras import ops
 
 from keras_attention._constants import END_ID, START_ID
-from keras_attention.decoding import DEFAULTS, DecodingSettings, search
+from keras_attention.decoding import DecodingSettings, search
 
 
 class SearchSampler(keras_hub.samplers.Sampler):
-    """Beam search with the GNMT length penalty (greedy search for
-    `beam_size=1`), as a keras-hub sampler for `TransformerSeq2SeqLM`.
-
-    Args:
-        beam_size: beams (1: greedy search).
-        length_penalty: alpha of the GNMT length penalty ((5 + |Y|) / 6)^alpha.
-        early_stopping: `"never"`, `True` or `False` (`beam_search`'s).
+    """Beam search with the GNMT length penalty (greedy search for one
+    beam), as a keras-hub sampler for `TransformerSeq2SeqLM`, with the
+    decoding settings of the task it decodes for (`task.settings`: beam
+    size, length penalty, early stopping; it holds none of its own).
 
     It needs the source, not only `next`: `TransformerSeq2SeqLM.generate_step`
     passes `model` and `encoder_token_ids`. It decodes from `[START]`: a
     decoder prompt (a forced prefix) needs one of keras-hub's samplers.
+
+    Example:
+
+    >>> task.compile(sampler=SearchSampler())  # the default, `sampler="auto"`
+    >>> task.with_settings(beam_size=8).generate(["I eat."])  # other settings
     """
 
-    def __init__(self, beam_size=DEFAULTS.beam_size, length_penalty=DEFAULTS.length_penalty,
-                 early_stopping=DEFAULTS.early_stopping):
+    def __init__(self, **settings):
         super().__init__()
-        settings = DecodingSettings(beam_size, length_penalty, early_stopping=early_stopping)
-        self.beam_size = settings.beam_size
-        self.length_penalty = settings.length_penalty
-        self.early_stopping = settings.early_stopping
+        if settings:  # the arguments it took before the task held the settings
+            warnings.warn(
+                "SearchSampler(beam_size=..., ...) is deprecated: the sampler uses its "
+                "task's decoding settings; set them on the task instead "
+                "(TransformerSeq2SeqLM(..., beam_size=...) or task.with_settings(...)).",
+                DeprecationWarning, stacklevel=2)
+            DecodingSettings.check(settings)
+        self._overrides = settings
 
     def __call__(self, next, prompt, cache=None, index=0, mask=None, stop_token_ids=None,
                  hidden_states=None, model=None, encoder_token_ids=None, **kwargs):
         if model is None or encoder_token_ids is None:
             raise ValueError("SearchSampler decodes a source: it needs `model` (a "
                              "TransformerSeq2SeqLM) and `encoder_token_ids`.")
+        settings = model.settings.replace(**self._overrides)
         length = ops.shape(prompt)[1]
         tokens, _ = search(model.backbone, encoder_token_ids, length - 1, START_ID, END_ID,
-                           self.beam_size, self.length_penalty,
-                           early_stopping=self.early_stopping)  # [B, length - 1]
+                           settings.beam_size, settings.length_penalty,
+                           early_stopping=settings.early_stopping)  # [B, length - 1]
         start = ops.full((ops.shape(tokens)[0], 1), START_ID, dtype=tokens.dtype)
         return ops.cast(ops.concatenate([start, tokens], axis=1), prompt.dtype)
 
     def get_config(self):
-        return {"beam_size": self.beam_size, "length_penalty": self.length_penalty,
-                "early_stopping": self.early_stopping}
+        return dict(self._overrides)

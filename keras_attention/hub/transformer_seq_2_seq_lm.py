@@ -4,6 +4,11 @@
 the recipe or `Translator.save_to_preset` wrote; `generate` translates
 strings with `SearchSampler` (the `Translator`'s length-penalised beam
 search) by default, or with any keras-hub sampler given to `compile`.
+
+It is where the decoding settings live, as keras-hub's convention has it
+(a task owns its preprocessor and its sampler's settings): a `Translator`
+holds one of these tasks (`translator.task`) and reads its settings, and
+`SearchSampler` reads them from the task it decodes for.
 """
 
 import keras
@@ -13,7 +18,7 @@ from keras import ops
 
 from keras_attention._constants import END_ID, START_ID
 from keras_attention._validation import as_sentences
-from keras_attention.decoding import DEFAULTS, DecodingSettings
+from keras_attention.decoding import DEFAULTS, DecodingSettings, empty_sources
 from keras_attention.hub.search_sampler import SearchSampler
 from keras_attention.hub.transformer_backbone import TransformerBackbone
 from keras_attention.hub.transformer_seq_2_seq_lm_preprocessor import (
@@ -51,8 +56,11 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
         backbone: a `TransformerBackbone`.
         preprocessor: a `TransformerSeq2SeqLMPreprocessor` (its sequence
             lengths cut to the model's `max_length`), or `None`.
-        beam_size, length_penalty, early_stopping: the default search's
-            settings (`SearchSampler`; the `Translator`'s).
+        beam_size, length_penalty, max_output_length, early_stopping: the
+            decoding settings (`keras_attention.decoding.DecodingSettings`):
+            the default search's (`SearchSampler`), and a `Translator`'s that
+            holds this task; `max_output_length` is also `generate`'s default
+            `max_length`.
         **kwargs: `keras_hub.models.Seq2SeqLM` arguments.
 
     Its inputs are keras-hub's (`encoder_token_ids`, `encoder_padding_mask`,
@@ -71,16 +79,22 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
 
     def __init__(self, backbone, preprocessor=None, beam_size=DEFAULTS.beam_size,
                  length_penalty=DEFAULTS.length_penalty, early_stopping=DEFAULTS.early_stopping,
-                 **kwargs):
-        # Checked here, once, whatever sampler `compile` gets later (the
-        # output length is the preprocessor's `decoder_sequence_length`).
-        self._settings = DecodingSettings(beam_size, length_penalty,
-                                          early_stopping=early_stopping)
+                 max_output_length=DEFAULTS.max_output_length, **kwargs):
         if preprocessor is not None:  # no longer than the model's positions
             preprocessor.encoder_sequence_length = min(preprocessor.encoder_sequence_length,
                                                        backbone.max_length)
             preprocessor.decoder_sequence_length = min(preprocessor.decoder_sequence_length,
                                                        backbone.max_length)
+            if max_output_length is None and (
+                    preprocessor.decoder_sequence_length < backbone.max_length):
+                # keras-hub's rule: `generate` gives at most the preprocessor's
+                # length (and a task saved before it held `max_output_length`
+                # kept the setting there).
+                max_output_length = preprocessor.decoder_sequence_length
+        # The task's decoding settings, checked here once, whatever sampler
+        # `compile` gets later.
+        self._settings = DecodingSettings(beam_size, length_penalty, max_output_length,
+                                          early_stopping)
         self.backbone = backbone
         self.preprocessor = preprocessor
         inputs = {
@@ -96,20 +110,27 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
         })
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
-    # The default search's settings (read-only; output length: the preprocessor's).
+    # The decoding settings, read-only: `with_settings` gives another task.
     settings = property(lambda self: self._settings)
     beam_size = property(lambda self: self._settings.beam_size)
     length_penalty = property(lambda self: self._settings.length_penalty)
+    max_output_length = property(lambda self: self._settings.max_output_length)
     early_stopping = property(lambda self: self._settings.early_stopping)
+
+    def with_settings(self, **overrides):
+        """This task (the same backbone and preprocessor) with other
+        decoding settings: `task.with_settings(beam_size=8)`."""
+        return type(self)(self.backbone, self.preprocessor,
+                          **self._settings.replace(**overrides).to_dict())
 
     def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto",
                 sampler="auto", **kwargs):
         """keras-hub's `compile`; `sampler="auto"` (the default) is the
-        translator's search (`SearchSampler` with this task's settings),
+        translator's search (`SearchSampler`, with this task's settings),
         otherwise a keras-hub sampler or its name ("greedy", "beam", "top_k",
         "top_p", "random", ...)."""
         if sampler == "auto":
-            sampler = SearchSampler(self.beam_size, self.length_penalty, self.early_stopping)
+            sampler = SearchSampler()  # with this task's settings
         super().compile(optimizer=optimizer, loss=loss, weighted_metrics=weighted_metrics,
                         sampler=sampler, **kwargs)
 
@@ -135,11 +156,13 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
     def generate(self, inputs, max_length=None, stop_token_ids="auto", strip_prompt=False):
         """keras-hub's `generate`: strings in, translations out (with the
         preprocessor). `max_length`: the most tokens of a translation, `[END]`
-        included (default: the preprocessor's `decoder_sequence_length`); at
-        most the model's `max_length`."""
+        included (default: the task's `max_output_length`, as `Translator`'s);
+        at most the model's `max_length`."""
         inputs = _checked_inputs(inputs)
         limit = self.backbone.max_length
-        if max_length is not None and not 1 <= max_length <= limit:
+        if max_length is None:
+            max_length = self._settings.output_length(limit)
+        elif not 1 <= max_length <= limit:
             raise ValueError(f"`max_length` must be in [1, {limit}] (the model's positions); "
                              f"received {max_length!r}.")
         if isinstance(self.sampler, SearchSampler) and isinstance(inputs, dict) and (
@@ -159,17 +182,18 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
                                       inputs["encoder_token_ids"], 0)
         prompt = inputs["decoder_token_ids"]
         prompt_mask = ops.cast(inputs["decoder_padding_mask"], "bool")
-        if isinstance(self.sampler, SearchSampler):  # the search encodes the source itself
+        if isinstance(self.sampler, SearchSampler):
+            # The search encodes the source itself (and gives an empty one [END] alone).
             tokens = self.sampler(next=None, prompt=prompt, model=self,
                                   encoder_token_ids=encoder_token_ids)
         else:
             tokens = self._sample(encoder_token_ids, prompt, prompt_mask, stop_token_ids)
-        # Empty in, empty out: a source of no tokens ([END] alone: "" or
-        # blanks) gets [START] [END], as `translate` and the SavedModel give "".
-        empty = ops.sum(ops.cast(ops.not_equal(encoder_token_ids, 0), "int32"), axis=1) <= 1
-        positions = ops.arange(ops.shape(tokens)[1])[None, :]
-        blank = ops.where(positions == 0, START_ID, ops.where(positions == 1, END_ID, 0))
-        tokens = ops.where(empty[:, None], ops.cast(blank, tokens.dtype), tokens)
+            # Empty in, empty out (`empty_sources`, the searches' rule): keras-hub's
+            # samplers give an empty source [START] [END], the search's "".
+            positions = ops.arange(ops.shape(tokens)[1])[None, :]
+            blank = ops.where(positions == 0, START_ID, ops.where(positions == 1, END_ID, 0))
+            tokens = ops.where(empty_sources(encoder_token_ids, END_ID)[:, None],
+                               ops.cast(blank, tokens.dtype), tokens)
         if stop_token_ids is None:
             return {"decoder_token_ids": tokens,
                     "decoder_padding_mask": ops.ones_like(tokens, dtype="bool")}
@@ -203,5 +227,4 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
                             stop_token_ids=stop_token_ids, model=self)
 
     def get_config(self):
-        return {**super().get_config(), "beam_size": self.beam_size,
-                "length_penalty": self.length_penalty, "early_stopping": self.early_stopping}
+        return {**super().get_config(), **self._settings.to_dict()}

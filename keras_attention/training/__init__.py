@@ -21,6 +21,7 @@ from keras_attention.training.strategy import (
     STRATEGIES,
     is_chief,
     make_strategy,
+    picks_multi_worker,
     resolve_jit_compile,
     resolve_precision,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "make_strategy",
     "masked_correct",
     "masked_cross_entropy",
+    "picks_multi_worker",
     "resolve_jit_compile",
     "resolve_precision",
     "token_cross_entropy",

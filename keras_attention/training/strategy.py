@@ -56,7 +56,7 @@ def make_strategy(name="auto", tpu=None, devices=None):
         raise ValueError(f"Unknown strategy {name!r}; expected one of {list(STRATEGIES)}.")
     if name == "auto":
         gpus = tf.config.list_logical_devices("GPU")
-        if _tf_config_workers() > 1:
+        if picks_multi_worker(name):
             name = "multi_worker"
         elif len(gpus) > 1:
             name = "mirrored"
@@ -80,6 +80,15 @@ def make_strategy(name="auto", tpu=None, devices=None):
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)
     return tf.distribute.TPUStrategy(resolver)
+
+
+def picks_multi_worker(name="auto"):
+    """Whether `make_strategy(name)` makes a `MultiWorkerMirroredStrategy`:
+    for `multi_worker`, and for `auto` when `TF_CONFIG` lists several
+    workers (a ValueError naming `TF_CONFIG` when it is malformed). Read from
+    the name and the environment, without making the strategy: what several
+    workers cannot do is refused before any of them joins the cluster."""
+    return name == "multi_worker" or (name == "auto" and _tf_config_workers() > 1)
 
 
 # The instruction sets that decide TensorFlow's speed on a CPU (its kernels

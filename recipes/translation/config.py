@@ -497,9 +497,14 @@ def check_config(config):
     if config.time_budget is not None and not (0 < config.time_budget < float("inf")):
         raise ValueError(f"--time-budget must be a positive number of minutes; "
                          f"received {config.time_budget!r}.")
-    if config.time_budget is not None and config.strategy == "multi_worker":
-        raise ValueError("--time-budget cannot stop several workers at the same step; "
-                         "use --steps with --strategy multi_worker.")
+    if config.time_budget is not None:
+        # The one check, before anything is written: `auto` picks several
+        # workers from TF_CONFIG, as the strategy will.
+        from keras_attention.training import picks_multi_worker
+
+        if picks_multi_worker(config.strategy):
+            raise ValueError("--time-budget cannot stop several workers at the same step; "
+                             "use --steps with --strategy multi_worker.")
     check_non_negative_int("--validation-bleu-sentences", config.validation_bleu_sentences)
     check_non_negative_int("--in-memory-pairs", config.in_memory_pairs)
     for name in ("early_stopping_patience", "plateau_patience"):

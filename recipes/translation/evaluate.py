@@ -52,7 +52,7 @@ def main(argv=None):
     from recipes._startup import import_tensorflow
 
     import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
-    from recipes.translation.train_lib import evaluate_run
+    from recipes.translation.runs import evaluate_run
 
     try:
         result = evaluate_run(

@@ -90,7 +90,7 @@ def main(argv=None):
     import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
     from keras_attention._io import check_replaceable
     from keras_attention.export.ctranslate2 import CTRANSLATE2_LAYOUT
-    from recipes.translation.train_lib import load_translator, run_lock, writes_inside
+    from recipes.translation.runs import load_translator, run_lock, writes_inside
 
     name = ("ctranslate2" + (f"-{args.quantization}" if args.quantization else "")
             if args.format == "ctranslate2" else "export")

@@ -59,13 +59,8 @@ def main(argv=None):
     from recipes._startup import import_tensorflow
 
     import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
-    from recipes.translation.train_lib import (
-        run_lock,
-        translator_from_files,
-        visualize,
-        write_html,
-        writes_inside,
-    )
+    from recipes.translation.attention_views import visualize, write_html
+    from recipes.translation.runs import run_lock, translator_from_files, writes_inside
 
     output_dir = args.output_dir or os.path.join(args.workdir, "attention")
     inside = args.workdir and any(writes_inside(args.workdir, p) for p in (output_dir, args.html)

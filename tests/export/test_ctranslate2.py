@@ -308,7 +308,8 @@ def test_trained_model_decodes_and_scores_as_ours(norm_first, tokenizer, tmp_pat
 def test_tiny_run_through_the_recipe_and_the_helper(tiny_run, tmp_path, capsys):
     """The recipe's export command converts a run; the converted model
     translates its test sentences to our greedy translations and scores."""
-    from recipes.translation.train_lib import load_translator, make_corpus
+    from recipes.translation.corpora import make_corpus
+    from recipes.translation.runs import load_translator
 
     config, workdir, _ = tiny_run
     command = [sys.executable, os.path.join(ROOT, "recipes", "translation", "export.py"),

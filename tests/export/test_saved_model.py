@@ -14,7 +14,7 @@ from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
 from keras_attention.decoding import greedy_search
 from keras_attention.export import export_translator, next_version
 from keras_attention.translation import Translator, translate
-from recipes.translation.train_lib import load_run
+from recipes.translation.runs import load_run
 from tests.helpers import FRESH_PROCESS, SENTENCES
 
 SAVED_MODEL_CLI = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")

@@ -150,15 +150,15 @@ def test_translations_follow_the_translators_early_stopping(playground_translato
     (the same padded shapes, so the same numbers: this tiny model has near
     ties that other shapes may swap; and its n-best lists are often the same
     under every rule, so the rule is read off the search it compiles)."""
-    from keras_attention import translation
+    from keras_attention.translation import searching
 
-    compiled, rules = translation._compiled_search, []
+    compiled, rules = searching._compiled_search, []
 
     def watched(*args):
         rules.append(args[-1])
         return compiled(*args)
 
-    monkeypatch.setattr(translation, "_compiled_search", watched)
+    monkeypatch.setattr(searching, "_compiled_search", watched)
     for early_stopping in ("never", True, False):
         translator = playground_translator.with_settings(early_stopping=early_stopping)
         for text in SENTENCES[:2]:

@@ -14,13 +14,10 @@ from recipes.translation.config import (
     check_config,
     config_from_args,
 )
+from recipes.translation.corpora import apply_corpus_rule, make_corpus
 from recipes.translation.corpus_rule import AUTO, LARGE_CORPUS, RULE_FIELDS, SMALL_CORPUS_PAIRS
-from recipes.translation.train_lib import (
-    _apply_corpus_rule,
-    _check_workdir,
-    build_model,
-    make_corpus,
-)
+from recipes.translation.model_setup import build_model
+from recipes.translation.runs import check_workdir
 from tests.helpers import tiny_config
 
 pytestmark = pytest.mark.backend_independent
@@ -93,7 +90,7 @@ def test_a_run_applies_the_rule_before_anything_is_written_and_resumes(text_file
     auto fields; the config.json it writes holds the values and the rule's
     line, and the same command again is the same run (resumes)."""
     config = tiny_config(text_files, **{name: AUTO for name in RULE_FIELDS})
-    resolved = _apply_corpus_rule(config, make_corpus(config))
+    resolved = apply_corpus_rule(config, make_corpus(config))
     assert "1,500 training pairs (fewer than 50,000), Latin -> Latin" in capsys.readouterr().out
     assert resolved == corpus_rule.resolve(config, 1500, ["a"], ["b"])
     rule = corpus_rule.corpus_rule(1500, True)
@@ -103,19 +100,19 @@ def test_a_run_applies_the_rule_before_anything_is_written_and_resumes(text_file
     streamed = dataclasses.replace(config, in_memory_pairs=0)
     corpus = make_corpus(streamed)
     assert "train" in corpus.streamed
-    assert _apply_corpus_rule(streamed, corpus) == dataclasses.replace(resolved,
+    assert apply_corpus_rule(streamed, corpus) == dataclasses.replace(resolved,
                                                                        in_memory_pairs=0)
     (tmp_path / "config.json").write_text(resolved.to_json())
-    again = _apply_corpus_rule(config, make_corpus(config))
-    assert _check_workdir(again, str(tmp_path)) is True
+    again = apply_corpus_rule(config, make_corpus(config))
+    assert check_workdir(again, str(tmp_path)) is True
     saved = json.loads((tmp_path / "config.json").read_text())
     assert saved["corpus_rule"] == resolved.corpus_rule and saved["dropout"] == rule["dropout"]
     # A run started before the rule existed (concrete values, no corpus_rule
     # line) resumes with what it started with, not with today's rule.
     before = dataclasses.replace(resolved, corpus_rule=None, **corpus_rule.LARGE_CORPUS)
     (tmp_path / "config.json").write_text(before.to_json())
-    resumed = _apply_corpus_rule(config, make_corpus(config), str(tmp_path))
-    assert resumed == before and _check_workdir(resumed, str(tmp_path)) is True
+    resumed = apply_corpus_rule(config, make_corpus(config), str(tmp_path))
+    assert resumed == before and check_workdir(resumed, str(tmp_path)) is True
     assert "Settings: as the run started (before the corpus rule)." in capsys.readouterr().out
 
 
@@ -145,7 +142,7 @@ def test_a_tfds_corpus_gets_the_rule_from_its_size(capsys):
     config = dataclasses.replace(PRESETS["own_corpus"], dataset="ted_hrlr_translate/pt_to_en",
                                  source_lang="pt", target_lang="en", holdout=None)
     with tfds.testing.mock_data(num_examples=64):
-        resolved = _apply_corpus_rule(config, make_corpus(config))
+        resolved = apply_corpus_rule(config, make_corpus(config))
     assert resolved.corpus_rule.startswith("64 training pairs (fewer than 50,000), ")
     assert resolved.dropout == corpus_rule.corpus_rule(64, False)["dropout"]
     assert f"Settings: {resolved.corpus_rule}." in capsys.readouterr().out

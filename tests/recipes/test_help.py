@@ -93,7 +93,7 @@ def test_export_example_is_the_guides_route(parsers):
 
 
 def test_a_finished_run_says_what_to_do_next(parsers):
-    from recipes.translation.train_lib import next_steps
+    from recipes.translation.runs import next_steps
 
     text = next_steps("runs/translation")
     assert "Translator.from_preset('runs/translation')" in text

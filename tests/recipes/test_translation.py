@@ -27,12 +27,8 @@ from recipes.translation.config import (
     check_config,
     config_from_args,
 )
-from recipes.translation.train_lib import (
-    _check_workdir,
-    evaluate_run,
-    load_translator,
-    train_and_evaluate,
-)
+from recipes.translation.runs import check_workdir, evaluate_run, load_translator
+from recipes.translation.train_lib import train_and_evaluate
 from tests.helpers import FRESH_PROCESS, TINY, checksums, free_ports, run_main, tiny_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -401,9 +397,9 @@ def test_a_run_resumes_with_xla_on_or_off(tiny_run):
     config, workdir, _ = tiny_run
     before = snapshot(workdir)
     for jit_compile in (None, True, False):
-        assert _check_workdir(dataclasses.replace(config, jit_compile=jit_compile), str(workdir))
+        assert check_workdir(dataclasses.replace(config, jit_compile=jit_compile), str(workdir))
     with pytest.raises(ValueError, match=r"another config \(steps: 12 -> 13\)"):
-        _check_workdir(dataclasses.replace(config, jit_compile=True, steps=13), str(workdir))
+        check_workdir(dataclasses.replace(config, jit_compile=True, steps=13), str(workdir))
     assert snapshot(workdir) == before
 
 
@@ -559,9 +555,11 @@ def test_a_full_disk_in_evaluate_or_visualize_keeps_the_old_files(tmp_path, monk
     from matplotlib.figure import Figure
 
     import keras_attention._io
+    from keras_attention._io import write_json
     from keras_attention.visualization import save_attention_heatmaps
     from keras_attention.visualization.attention import AttentionMaps
-    from recipes.translation.train_lib import _write_json, score, write_html
+    from recipes.translation.attention_views import write_html
+    from recipes.translation.scoring import score
 
     def half_then_full(path, data):
         with open(path, "wb") as f:
@@ -601,7 +599,8 @@ def test_a_full_disk_in_evaluate_or_visualize_keeps_the_old_files(tmp_path, monk
     attempts = {
         "hypotheses.test.txt": lambda: score(translator, None, config, str(tmp_path),
                                              split="test", sources=["a"], references=["b"]),
-        "scores.test.json": lambda: _write_json(str(tmp_path / "scores.test.json"), {"bleu": 1}),
+        "scores.test.json": lambda: write_json(str(tmp_path / "scores.test.json"), {"bleu": 1},
+                                               sort_keys=True),
         "cross_attention.png": lambda: save_attention_heatmaps(maps, str(tmp_path)),
         "page.html": lambda: write_html(None, ["a"], str(tmp_path / "page.html")),
     }
@@ -658,13 +657,13 @@ def test_the_settings_check_builds_a_small_model(text_files, monkeypatch):
     """`--vocabulary-size 10000000` on a small corpus: the settings check
     builds its throw-away model with small vocabularies (it once built one
     of the requested size: 8 GB with d_model 32, out of memory with more)."""
-    from recipes.translation import train_lib
+    from recipes.translation import model_setup
 
     sizes = []
-    real = train_lib.build_model
-    monkeypatch.setattr(train_lib, "build_model", lambda config, s, t: (
+    real = model_setup.build_model
+    monkeypatch.setattr(model_setup, "build_model", lambda config, s, t: (
         sizes.append((s, t)), real(config, s, t))[1])
-    train_lib._check_model_settings(tiny_config(text_files, vocabulary_size=10_000_000))
+    model_setup.check_model_settings(tiny_config(text_files, vocabulary_size=10_000_000))
     assert sizes and max(max(pair) for pair in sizes) <= 16
 
 
@@ -672,24 +671,24 @@ def test_attention_and_activation_dropout_flags_reach_the_model(text_files):
     """--attention-dropout and --activation-dropout (fairseq's flags) build
     a model with those rates; unset, the model's own (--dropout, 0); a rate
     out of [0, 1) is refused before anything is written, naming the flag."""
-    from recipes.translation import train_lib
+    from recipes.translation import model_setup
 
     config = parse(["--attention-dropout", "0.2", "--activation-dropout", "0.15"])
     assert (config.attention_dropout, config.activation_dropout) == (0.2, 0.15)
-    model = train_lib.build_model(config, 20, 20)
+    model = model_setup.build_model(config, 20, 20)
     assert (model.attention_dropout, model.activation_dropout) == (0.2, 0.15)
-    default = train_lib.build_model(parse([]), 20, 20)
+    default = model_setup.build_model(parse([]), 20, 20)
     assert (default.attention_dropout, default.activation_dropout) == (None, 0.0)
     with pytest.raises(ValueError, match=r"--activation-dropout\) are refused.*"
                                          r"activation_dropout=1\.0"):
-        train_lib._check_model_settings(tiny_config(text_files, activation_dropout=1.0))
+        model_setup.check_model_settings(tiny_config(text_files, activation_dropout=1.0))
 
 
 def test_bucket_boundaries_flag_reaches_the_batches(text_files, tmp_path, monkeypatch):
     """--bucket-boundaries: parsed to a tuple that a config.json round trip
     keeps, refused (naming the flag) unless increasing and ending at
     --max-length, and the run's batches are padded to those lengths."""
-    from recipes.translation import train_lib
+    from recipes.translation import corpora
 
     config = parse(["--bucket-boundaries", "4", "12", "64"])
     assert config.bucket_boundaries == (4, 12, 64)
@@ -710,8 +709,8 @@ def test_bucket_boundaries_flag_reaches_the_batches(text_files, tmp_path, monkey
             raise Stop
         return batches
 
-    real = train_lib.make_batches
-    monkeypatch.setattr(train_lib, "make_batches", recording)
+    real = corpora.make_batches
+    monkeypatch.setattr(corpora, "make_batches", recording)
     with pytest.raises(Stop):
         train_and_evaluate(tiny_config(text_files, bucket_boundaries=(6, 12, 32)),
                            str(tmp_path / "run"), verbose=0)
@@ -723,7 +722,7 @@ def test_pack_flag_trains_on_packed_rows(text_files, tmp_path, monkeypatch):
     """--pack: kept by a config.json round trip; the run trains on packed
     rows of --max-length tokens (segment ids and positions in the inputs),
     validates on plain ones, and finishes with a finite loss."""
-    from recipes.translation import train_lib
+    from recipes.translation import corpora
 
     config = parse(["--pack"])
     assert config.pack and TranslationConfig.from_json(config.to_json()) == config
@@ -739,8 +738,8 @@ def test_pack_flag_trains_on_packed_rows(text_files, tmp_path, monkeypatch):
             seen["keys"], seen["shape"] = set(inputs), tuple(labels.shape)
         return batches
 
-    real = train_lib.make_batches
-    monkeypatch.setattr(train_lib, "make_batches", recording)
+    real = corpora.make_batches
+    monkeypatch.setattr(corpora, "make_batches", recording)
     metrics = train_and_evaluate(tiny_config(text_files, pack=True, validation_bleu_sentences=0),
                                  str(tmp_path / "run"), verbose=0, export=False)
     assert seen["keys"] >= {"encoder_segment_ids", "decoder_positions"}
@@ -778,9 +777,9 @@ def test_early_stopping_without_a_validation_split_writes_nothing(tmp_path, text
                                                                   monkeypatch):
     """A corpus without a validation split (a TFDS dataset can lack one) and
     early stopping: refused before the workdir exists."""
-    from recipes.translation import train_lib
+    from recipes.translation import corpora
 
-    monkeypatch.setattr(train_lib, "make_corpus", lambda config: TextFilesCorpus(
+    monkeypatch.setattr(corpora, "make_corpus", lambda config: TextFilesCorpus(
         {"train": text_files["train"]}))
     with pytest.raises(ValueError, match=r"needs a validation split; the corpus has only "
                        r"\['train'\]"):

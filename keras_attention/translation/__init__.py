@@ -1,0 +1,15 @@
+"""Translating sentences with a trained Transformer and its tokenizers:
+`Translator` (model + tokenizers + decoding settings, loaded and saved as a
+preset) and the function under it, `translate`.
+
+Modules, by concern: `translator` (`Translator`: its settings and thin
+methods), `searching` (the search on strings: `translate`, `SearchResult`,
+`AttentionDetails`), `presets` (loading and saving), `fine_tuning`
+(`compile`, `preprocess`, `fit` on strings), `exports` (the SavedModel,
+CTranslate2 and keras-hub's task).
+"""
+
+from keras_attention.translation.searching import AttentionDetails, SearchResult, translate
+from keras_attention.translation.translator import Translator
+
+__all__ = ["AttentionDetails", "SearchResult", "Translator", "translate"]

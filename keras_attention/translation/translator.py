@@ -1,0 +1,420 @@
+"""`Translator`: a trained Transformer, its tokenizers and its decoding
+settings in one object, the one owner of those settings. Its methods are
+thin: the search on strings is `searching`, the files `presets`,
+fine-tuning `fine_tuning`, the other front doors `exports`."""
+
+import warnings
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_attention._validation import check_bool
+from keras_attention.data.tokenizers import END_ID, START_ID
+from keras_attention.decoding import DEFAULTS, DecodingSettings, gnmt_length_penalty, search
+from keras_attention.translation import exports, fine_tuning, presets
+from keras_attention.translation.searching import (
+    AttentionDetails,
+    SearchResult,
+    _as_sentences,
+    _attention_details_fn,
+    _detokenize_fn,
+    _search,
+    _tokenize_fn,
+)
+
+
+class Translator:
+    """A trained translator: a `Transformer`, its source and target
+    tokenizers and the decoding settings, in one object.
+
+    Args:
+        model: a trained `keras_attention.models.Transformer`.
+        source_tokenizer, target_tokenizer: its tokenizers
+            (`keras_attention.data.SubwordTokenizer` or `SentencePieceTokenizer`).
+        beam_size: beams of the search (1: greedy).
+        length_penalty: GNMT length penalty alpha >= 0 (0: the score is the
+            log-probability).
+        max_output_length: most target tokens generated (default: the
+            model's `max_length`).
+        early_stopping: when beam search stops a sentence (`beam_search`):
+            `False` (the default: Hugging Face's heuristic), `"never"` (the
+            exact bound) or `True` (once `beam_size` hypotheses have
+            finished: fairseq's, Marian's and CTranslate2's rule).
+        metadata: a dict kept with the translator and written to
+            `metadata.json` by `save_to_preset` (the training config, BLEU).
+        jit_compile: compile the search with XLA (default True): one fused
+            program per decoding step, 2-4x faster on CPU than the same
+            graph run op by op, at the price of a compilation (a few
+            seconds) for each new batch shape. Batches are padded to a
+            power-of-two size and a bucket length, so the shapes stay few.
+            Not saved with the preset (a setting of this process, like
+            Keras' `compile(jit_compile=...)`); the exported SavedModel never
+            contains XLA.
+
+    Example:
+
+    >>> translator = Translator.from_preset("runs/translation")
+    >>> translator.translate(["The red book is on the table."])
+    ['El libro rojo está sobre la mesa.']
+    >>> translator.save_to_preset("my_preset")      # config.json, model.weights.h5, ...
+    >>> translator.export("serving/translator")      # a SavedModel for TF Serving
+    """
+
+    def __init__(self, model, source_tokenizer, target_tokenizer,
+                 beam_size=DEFAULTS.beam_size, length_penalty=DEFAULTS.length_penalty,
+                 max_output_length=DEFAULTS.max_output_length, metadata=None, jit_compile=True,
+                 early_stopping=DEFAULTS.early_stopping):
+        settings = DecodingSettings(beam_size, length_penalty, max_output_length, early_stopping)
+        check_bool("jit_compile", jit_compile)
+        for name, tokenizer, size in (
+                ("source_tokenizer", source_tokenizer, model.encoder_vocabulary_size),
+                ("target_tokenizer", target_tokenizer, model.decoder_vocabulary_size)):
+            if tokenizer.vocabulary_size != size:
+                raise ValueError(
+                    f"`{name}` has {tokenizer.vocabulary_size} tokens but the model's "
+                    f"{'encoder' if name.startswith('source') else 'decoder'} vocabulary has "
+                    f"{size}: they do not belong together.")
+        self.model = model
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = target_tokenizer
+        self.settings = settings
+        self.metadata = dict(metadata or {})
+        self.jit_compile = jit_compile
+
+    # The decoding settings, read-only: `with_settings` gives another translator.
+    beam_size = property(lambda self: self.settings.beam_size)
+    length_penalty = property(lambda self: self.settings.length_penalty)
+    max_output_length = property(lambda self: self.settings.max_output_length)
+    early_stopping = property(lambda self: self.settings.early_stopping)
+
+    def get_config(self):
+        """The decoding settings (the model and tokenizers are saved as files)."""
+        return self.settings.to_dict()
+
+    def with_settings(self, **overrides):
+        """This translator (the same model and tokenizers) with other decoding
+        settings: `translator.with_settings(beam_size=8)`."""
+        jit_compile = overrides.pop("jit_compile", self.jit_compile)
+        settings = self.settings.replace(**overrides)
+        return type(self)(self.model, self.source_tokenizer, self.target_tokenizer,
+                          **settings.to_dict(), metadata=self.metadata, jit_compile=jit_compile)
+
+    # -- translating ----------------------------------------------------------
+
+    def translate(self, texts, *args, batch_size=64, verbose="auto", num_return_sequences=None,
+                  return_scores=False, **overrides):
+        """Translates `texts` and returns a list of str in the same order.
+
+        Args:
+            texts: a list (or any iterable) of str, or a `tf.data.Dataset`
+                of strings (scalars or 1-D batches).
+            batch_size: sentences decoded together.
+            verbose: 1 shows a progress bar, 0 none; "auto": a bar when
+                there is more than one batch.
+            num_return_sequences: n (at most the beam size) for the n best
+                translations of each sentence: a list of lists, best first.
+            return_scores: also return the scores, `(translations, scores)`:
+                each log P(Y|X) / ((5 + |Y|) / 6)^length_penalty, the `score`
+                of the exported SavedModel (lists of lists with
+                `num_return_sequences`).
+            **overrides: decoding settings for this call only (`beam_size`,
+                `length_penalty`, `max_output_length`, `early_stopping`), as
+                `search` and `with_settings` take them.
+
+        Example:
+
+        >>> translator.translate(["I eat."], beam_size=4, num_return_sequences=2,
+        ...                      return_scores=True)
+        ([['Yo como.', 'Como.']], [[-0.09, -1.2]])
+        """
+        if args:
+            overrides, batch_size, verbose = _positional(args, overrides, batch_size, verbose)
+        translations, scores, _ = self._search(texts, batch_size, verbose, num_return_sequences,
+                                               overrides)
+        return (translations, scores) if return_scores else translations
+
+    generate = translate  # keras-hub's name
+
+    def translate_with_scores(self, texts, *args, **kwargs):
+        """Deprecated: `translate(..., return_scores=True)`, `(translations, scores)`."""
+        warnings.warn("Translator.translate_with_scores is deprecated; use "
+                      "translate(..., return_scores=True).", DeprecationWarning, stacklevel=2)
+        return self.translate(texts, *args, return_scores=True, **kwargs)
+
+    def search(self, texts, batch_size=64, verbose="auto", *, num_return_sequences=None,
+               **overrides):
+        """The search behind `translate`, with what it found: a `SearchResult`
+        of the translations, their scores, their target ids and subword
+        tokens. `overrides` replace decoding settings for this call
+        (`beam_size=8`); the rest as in `translate`.
+
+        Example:
+
+        >>> result = translator.search(["I eat."])
+        >>> result.texts, result.tokens
+        (['Yo como.'], [['Yo', 'como', '.', '[END]']])
+        """
+        texts, scores, ids = self._search(texts, batch_size, verbose, num_return_sequences,
+                                          overrides)
+        to_tokens = self._tokens
+        tokens = [to_tokens(self.target_tokenizer, row) if num_return_sequences is None
+                  else [to_tokens(self.target_tokenizer, r) for r in row] for row in ids]
+        return SearchResult(texts, scores, ids, tokens)
+
+    def search_ids(self, encoder_tokens, num_return_sequences=None):
+        """The search on token ids, with this translator's settings:
+        `encoder_tokens` `[B, S]` int (0-padded, `[END]` after each source)
+        -> `(tokens [B, L], scores [B])`, L the output length
+        (`max_output_length`, at most the model's `max_length`), or with
+        `num_return_sequences=n` `([B, n, L], [B, n])`. Plain `keras.ops`:
+        it traces into a tf.function, an XLA program or a SavedModel (the
+        export's graph is this call)."""
+        settings = self.settings
+        return search(self.model, encoder_tokens, settings.output_length(self.model.max_length),
+                      START_ID, END_ID, settings.beam_size, settings.length_penalty,
+                      num_return_sequences, settings.early_stopping)
+
+    def _search(self, texts, batch_size, verbose, num_return_sequences, overrides):
+        return _search(self.model, self.source_tokenizer, self.target_tokenizer,
+                       _as_sentences(texts), self.settings.replace(**overrides), batch_size,
+                       verbose, num_return_sequences, self.jit_compile)
+
+    # -- attention -------------------------------------------------------------
+
+    def attention_details(self, text, target=None):
+        """Every number of every attention of the model on one sentence
+        pair, from one teacher-forced pass (no dropout): an `AttentionDetails`.
+
+        `target`: None for the translator's own translation of `text` (its
+        search, with its settings), a str for a given translation (scored
+        and drawn as if the model had produced it), or a list of target ids
+        (e.g. `search([text]).ids[0]`). What the playground shows.
+        """
+        source_ids, target_ids, input_ids = self._pair(text, target)
+        details = _attention_details_fn(self.model)(
+            tf.constant([source_ids], tf.int32), tf.constant([input_ids], tf.int32))
+        logits = keras.ops.convert_to_numpy(keras.ops.cast(details["logits"], "float32"))[0]
+        logits = logits.astype(np.float64)  # [T, V]
+        peak = logits.max(axis=-1, keepdims=True)
+        log_probs = logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
+        log_probs = log_probs[np.arange(len(target_ids)), target_ids]  # [T]
+        score = float(log_probs.sum() / gnmt_length_penalty(len(target_ids),
+                                                            self.length_penalty))
+        return AttentionDetails(
+            source_ids=source_ids, source_tokens=self._tokens(self.source_tokenizer, source_ids),
+            target_ids=target_ids, target_tokens=self._tokens(self.target_tokenizer, target_ids),
+            input_ids=input_ids, input_tokens=self._tokens(self.target_tokenizer, input_ids),
+            attention={kind: details[kind] for kind in ("encoder_self", "decoder_self", "cross")},
+            log_probs=log_probs, score=score)
+
+    def attention(self, text, target=None):
+        """Every attention map of the model on one sentence pair, without
+        padding: a `keras_attention.visualization.AttentionMaps` (what the
+        heatmaps draw). `target` as in `attention_details`."""
+        from keras_attention.visualization import AttentionMaps
+
+        source_ids, target_ids, input_ids = self._pair(text, target)
+        scores = self.model.attention_scores(np.asarray([source_ids], np.int32),
+                                             np.asarray([input_ids], np.int32))
+
+        def stack(maps):  # L x [1, N, Q, K] -> [L, N, Q, K]
+            return np.stack([keras.ops.convert_to_numpy(keras.ops.cast(m, "float32"))[0]
+                             for m in maps])
+
+        translation = _detokenize_fn(self.target_tokenizer)(
+            tf.constant([target_ids], tf.int32)).numpy()[0].decode("utf-8")
+        return AttentionMaps(
+            source_tokens=self._tokens(self.source_tokenizer, source_ids),
+            target_tokens=self._tokens(self.target_tokenizer, target_ids),
+            target_input_tokens=self._tokens(self.target_tokenizer, input_ids),
+            encoder_self=stack(scores["encoder_self"]), decoder_self=stack(scores["decoder_self"]),
+            cross=stack(scores["cross"]), source=text, translation=translation)
+
+    def _pair(self, text, target):
+        """`(source_ids, target_ids, input_ids)` of a teacher-forced pass: the
+        first two end with `[END]` (an own translation cut at the length
+        limit gets one); the decoder reads `[START]` + all but the last
+        target token."""
+        if not isinstance(text, str):
+            raise TypeError(f"`text` must be a string; received {type(text).__name__} "
+                            f"{text!r:.60}.")
+        limit = self.model.max_length
+        source_ids = _tokenize_fn(self.source_tokenizer, limit)(tf.constant([text])).to_list()[0]
+        if target is None:  # `translate([text])`'s search; its ids (no subword strings)
+            target_ids = self._search([text], 64, 0, None, {})[2][0]
+        elif isinstance(target, str):
+            target_ids = _tokenize_fn(self.target_tokenizer, limit)(
+                tf.constant([target])).to_list()[0]
+        else:
+            target_ids = [int(t) for t in target]
+            size = self.target_tokenizer.vocabulary_size
+            if any(not 0 < t < size for t in target_ids):
+                raise ValueError(f"`target` ids must be in [1, {size}); received "
+                                 f"{target_ids!r:.80}.")
+        if not target_ids or target_ids[-1] != END_ID:  # hit the length limit
+            target_ids = target_ids[: limit - 1] + [END_ID]
+        return source_ids, target_ids, [START_ID] + target_ids[:-1]
+
+    @staticmethod
+    def _tokens(tokenizer, ids):
+        if not len(ids):
+            return []
+        return [t.decode("utf-8", "replace")
+                for t in tokenizer.id_to_token(tf.constant(ids, tf.int32)).numpy()]
+
+    # -- fine-tuning on strings ------------------------------------------------
+
+    def compile(self, optimizer="adam", label_smoothing=0.0, **kwargs):
+        """Compiles the model for `fit`: `optimizer` (a name or a Keras
+        optimizer; a small learning rate suits fine-tuning), the masked
+        cross-entropy (with `label_smoothing`) and token accuracy; `kwargs`
+        go to `keras.Model.compile`."""
+        fine_tuning.compile_model(self, optimizer, label_smoothing, **kwargs)
+
+    def preprocess(self, pairs, batch_tokens=4096, shuffle=True, seed=None, pack=False):
+        """`(source, target)` string pairs -> batches the model trains on:
+        `({"encoder_tokens", "decoder_tokens"}, labels)`, tokenized in the
+        graph by the translator's own tokenizers (`make_batches`; pairs longer
+        than the model's `max_length` are truncated).
+
+        `pairs`: a `tf.data.Dataset` of scalar `(source, target)` strings, or a
+        list of `(source, target)` str tuples. Pairs with a blank side are
+        skipped, as the recipe skips them in its files (a list's are counted
+        in a warning; all of them blank is an error).
+
+        `pack=True` packs several pairs into each row of the model's
+        `max_length` tokens instead of padding each pair to its bucket
+        (`make_batches(pack=True)`; the model reads the rows' segment ids
+        and positions): almost no padding, for corpora of short sentences.
+        With `shuffle`, the pairs are then shuffled and packed once (the
+        same rows every epoch, as the epoch's length must not change) and
+        the rows are shuffled anew each epoch.
+        """
+        return fine_tuning.preprocess(self, pairs, batch_tokens, shuffle, seed, pack)
+
+    def fit(self, pairs, epochs=1, batch_tokens=4096, shuffle=True, seed=None,
+            validation_pairs=None, pack=False, **kwargs):
+        """Fine-tunes the model on `(source, target)` string pairs (see
+        `preprocess`; `pack` packs the training pairs), after `compile`.
+        `kwargs` go to `keras.Model.fit` (`callbacks`, `verbose`, ...).
+        Returns its `History`.
+
+        Example:
+
+        >>> translator = Translator.from_preset("runs/translation")
+        >>> translator.compile(keras.optimizers.Adam(1e-4))
+        >>> translator.fit([("The blue car.", "El coche azul.")], epochs=10)
+        """
+        return fine_tuning.fit(self, pairs, epochs, batch_tokens, shuffle, seed,
+                               validation_pairs, pack, **kwargs)
+
+    # -- files ------------------------------------------------------------------
+
+    @classmethod
+    def from_preset(cls, preset, dtype=None, **overrides):
+        """Loads a translator from `preset`:
+
+        - a preset directory written by `save_to_preset` (`config.json`,
+          `model.weights.h5`, `assets/`, `translator.json`, `metadata.json`, ...;
+          or `tokenizer/` for the tokenizers, in presets of earlier versions);
+        - a run directory of `recipes/translation/train.py` (`config.json`,
+          `model.keras`, `vocab/`; its `metrics.json` becomes metadata);
+        - an exported SavedModel's version folder or its `assets.extra/`
+          (`model.keras`, `vocab/`, `export.json`);
+        - a `kaggle://...` or `hf://...` handle of an uploaded preset,
+          loaded by keras-hub (`keras_hub.models.Seq2SeqLM.from_preset`).
+
+        `dtype`: the Keras dtype policy to compute in (`"float32"`,
+        `"mixed_bfloat16"`, `"mixed_float16"`); by default the one the model
+        was trained or saved in (a preset's `metadata.json` names it). The
+        weights are the same in every policy. A quantized model computes in
+        the policy it was quantized under. (keras-hub's own `from_preset`
+        follows keras-hub's rule instead: the global policy, or its `dtype=`.)
+
+        `overrides` replace the stored decoding settings (`beam_size=8`).
+        """
+        return presets.load_translator(cls, preset, dtype, **overrides)
+
+    def save_to_preset(self, preset_dir, overwrite=False):
+        """Writes a preset directory in keras-hub's layout, which `from_preset`,
+        keras-hub's own `from_preset` (`keras_hub.models.Seq2SeqLM`,
+        `.Backbone`, `keras_hub.tokenizers.Tokenizer`) and
+        `keras_hub.upload_preset(handle, preset_dir)` accept:
+
+            config.json            the model, a `TransformerBackbone`
+            model.weights.h5       its weights
+            task.json              the `TransformerSeq2SeqLM` task (with the decoding settings)
+            preprocessor.json      its preprocessor
+            tokenizer.json         the source tokenizer (target_tokenizer.json: the target's)
+            assets/                their vocabularies: tokenizer/source.*, target_tokenizer/target.*
+            translator.json        the decoding settings (beam size, length penalty, ...)
+            metadata.json          versions, parameter count, the training config and BLEU
+
+        The directory appears complete or not at all; an existing one is
+        replaced only with `overwrite=True`, and only if it is a preset
+        (these files and nothing else): never a run directory or another folder.
+        """
+        return presets.save_translator(self, preset_dir, overwrite)
+
+    # -- the other front doors: TF Serving, CTranslate2, keras-hub --------------
+
+    def export(self, export_dir, version=None, dtype_policy=None, verbose=False):
+        """Writes the TF Serving SavedModel (`export_translator`) with this
+        translator's decoding settings; returns `<export_dir>/<version>`."""
+        return exports.export(self, export_dir, version, dtype_policy, verbose)
+
+    def export_ctranslate2(self, output_dir, quantization=None, overwrite=False):
+        """Converts the model and tokenizers into a CTranslate2 model directory
+        (`keras_attention.export.export_ctranslate2`; `quantization` e.g.
+        `"int8"`); returns its path. Translate from strings with
+        `keras_attention.export.translate_with_ctranslate2`."""
+        return exports.export_ctranslate2(self, output_dir, quantization, overwrite)
+
+    def as_keras_hub_task(self):
+        """This translator as keras-hub's task: a
+        `keras_attention.hub.TransformerSeq2SeqLM` on a `TransformerBackbone`
+        (this model, or a copy of it when it is a plain `Transformer`), with
+        a preprocessor of the two tokenizers and the decoding settings
+        (all four, `max_output_length` included, are the task's settings;
+        `generate` gives `translate`'s translations). Needs keras-hub."""
+        return exports.as_keras_hub_task(self)
+
+    @classmethod
+    def from_keras_hub_task(cls, task, metadata=None, jit_compile=True):
+        """The translator of a keras-hub task, `keras_attention.hub.TransformerSeq2SeqLM`
+        (e.g. `keras_hub.models.Seq2SeqLM.from_preset(...)`, fine-tuned with
+        keras-hub): its backbone, its preprocessor's two tokenizers and its
+        decoding settings. The inverse of `as_keras_hub_task`."""
+        return exports.from_keras_hub_task(cls, task, metadata, jit_compile)
+
+    def __repr__(self):
+        return (f"<Translator {self.model.name}: {self.source_tokenizer.vocabulary_size} -> "
+                f"{self.target_tokenizer.vocabulary_size} tokens, beam_size={self.beam_size}, "
+                f"length_penalty={self.length_penalty}>")
+
+
+# What `translate` took by position before its decoding settings became
+# keyword overrides (as `search`'s): still accepted, with a DeprecationWarning.
+_POSITIONAL = ("beam_size", "length_penalty", "batch_size", "verbose")
+
+
+def _positional(args, overrides, batch_size, verbose):
+    """`(overrides, batch_size, verbose)` of `translate(texts, *args, ...)`
+    as `translate(texts, beam_size, length_penalty, batch_size, verbose)`
+    read them (None: the translator's setting)."""
+    if len(args) > len(_POSITIONAL):
+        raise TypeError(f"Translator.translate takes `texts` and keyword arguments; received "
+                        f"{1 + len(args)} positional arguments.")
+    given = dict(zip(_POSITIONAL, args))
+    warnings.warn(f"Passing {', '.join(given)} to Translator.translate by position is "
+                  "deprecated; pass them by keyword: translate(texts, "
+                  f"{', '.join(f'{name}=...' for name in given)}).", DeprecationWarning,
+                  stacklevel=3)
+    overrides = dict(overrides)
+    for name in _POSITIONAL[:2]:
+        if given.get(name) is not None:
+            if name in overrides:
+                raise TypeError(f"Translator.translate got two values for `{name}`.")
+            overrides[name] = given[name]
+    return overrides, given.get("batch_size", batch_size), given.get("verbose", verbose)
