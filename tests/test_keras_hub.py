@@ -119,7 +119,9 @@ def test_keras_hub_samplers(untrained, untrained_preset):
     forced = task.generate({"encoder_text": ENGLISH[:1], "decoder_text": [prefix]})
     assert forced[0].startswith(prefix)
     task.compile()  # back to the default: the translator's search
-    assert isinstance(task.sampler, SearchSampler) and task.sampler.beam_size == 3
+    # It holds no settings: it decodes with the task's (beam size 3 here).
+    assert isinstance(task.sampler, SearchSampler) and task.sampler.get_config() == {}
+    assert task.beam_size == 3
 
 
 def test_preprocessor_packs_as_the_recipe_trains(untrained, untrained_preset):
