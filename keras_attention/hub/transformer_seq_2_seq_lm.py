@@ -5,10 +5,10 @@ the recipe or `Translator.save_to_preset` wrote; `generate` translates
 strings with `SearchSampler` (the `Translator`'s length-penalised beam
 search) by default, or with any keras-hub sampler given to `compile`.
 
-It is where the decoding settings live, as keras-hub's convention has it
-(a task owns its preprocessor and its sampler's settings): a `Translator`
-holds one of these tasks (`translator.task`) and reads its settings, and
-`SearchSampler` reads them from the task it decodes for.
+The task holds its decoding settings, as keras-hub's convention has it (a
+task owns its preprocessor and its sampler's settings): `SearchSampler`
+reads them from the task it decodes for. (A `Translator` still holds its
+own; `Translator.as_keras_hub_task` and `from_keras_hub_task` copy them.)
 """
 
 import keras
@@ -58,9 +58,8 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
             lengths cut to the model's `max_length`), or `None`.
         beam_size, length_penalty, max_output_length, early_stopping: the
             decoding settings (`keras_attention.decoding.DecodingSettings`):
-            the default search's (`SearchSampler`), and a `Translator`'s that
-            holds this task; `max_output_length` is also `generate`'s default
-            `max_length`.
+            the default search's (`SearchSampler`); `max_output_length` is
+            also `generate`'s default `max_length`.
         **kwargs: `keras_hub.models.Seq2SeqLM` arguments.
 
     Its inputs are keras-hub's (`encoder_token_ids`, `encoder_padding_mask`,
