@@ -183,7 +183,7 @@ def main(argv=None):
     import ctranslate2  # the package: this script's folder is off sys.path
     from keras_attention.evaluation import corpus_bleu
     from keras_attention.export import export_ctranslate2, translate_with_ctranslate2
-    from keras_attention.models.transformer import with_dtype_policy
+    from keras_attention.models.precision import with_dtype_policy
     from keras_attention.translation import Translator
     from recipes.translation.corpora import make_corpus
     from recipes.translation.runs import load_translator

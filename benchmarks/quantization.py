@@ -94,7 +94,7 @@ def main(argv=None):
 
     from keras_attention import Translator
     from keras_attention.evaluation import corpus_bleu
-    from keras_attention.models.transformer import with_dtype_policy
+    from keras_attention.models.precision import with_dtype_policy
     from recipes.translation.corpora import make_corpus
     from recipes.translation.runs import load_translator
 

@@ -138,7 +138,7 @@ def tiny_bf16_run(tmp_path_factory, tiny_run, tiny_export):
     Made without training, once per test session; read-only. Returns the
     workdir."""
     from keras_attention import Translator
-    from keras_attention.models.transformer import with_dtype_policy
+    from keras_attention.models.precision import with_dtype_policy
 
     _, source, _ = tiny_run
     with _built_once(tmp_path_factory, "bf16_run") as (workdir, done):

@@ -14,7 +14,9 @@ from the source:
 - no import circle in `keras_attention`, and no import back up: a module
   imports its own floor's package and lower floors only (`FLOORS`);
 - `layers/`, `models/` and `decoding/` run on every backend: they import
-  TensorFlow, JAX or PyTorch only where `BACKEND_EXCEPTIONS` says why.
+  TensorFlow, JAX or PyTorch only where `BACKEND_EXCEPTIONS` says why;
+- no module of the package or the recipes is over `MAX_MODULE_LINES`
+  lines, but the bundled data (`LONG_MODULES`): a longer one mixes concerns.
 
 Every import of a file counts, at module level or inside a function, and a
 package's lazy `importlib.import_module(f"keras_attention.data.{...}")`
@@ -31,7 +33,7 @@ pytestmark = pytest.mark.backend_independent
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED_INTERNALS = {"keras_attention._io", "keras_attention._validation",
-                    "keras_attention._constants"}
+                    "keras_attention._constants", "keras_attention._deprecation"}
 PRIVATE_LIBRARIES = ("tensorflow.python", "tensorflow_text.python", "keras.src",
                      "keras_hub.src")
 # `(file, private name)`: the imports of another library's private modules
@@ -62,8 +64,11 @@ DECODING_NAMES_ALLOWED = {"DecodingSettings", "DEFAULTS", "gnmt_length_penalty",
 FLOORS = (
     # The root's shared internals (constants, atomic file writes, argument
     # checks, the version): everything uses them, they import nothing of ours.
-    ("keras_attention._constants", "keras_attention._io", "keras_attention._validation",
-     "keras_attention.version"),
+    ("keras_attention._constants", "keras_attention._deprecation", "keras_attention._io",
+     "keras_attention._validation", "keras_attention.version"),
+    # The presets shipped with the package, by name (data and a registry that
+    # imports nothing of ours): every `from_preset` resolves names there.
+    ("keras_attention.presets",),
     # Backend-agnostic layers (keras.ops): what the models are built of.
     ("keras_attention.layers",),
     # The functional-API Transformer, built from the layers.
@@ -326,6 +331,24 @@ def _imports_back_up(imports):
 def test_no_import_back_up():
     bad = _imports_back_up(_imports(("keras_attention",)))
     assert not bad, "imports back up (see FLOORS):\n" + "\n".join(bad)
+
+
+MAX_MODULE_LINES = 600
+LONG_MODULES = {  # data, not code
+    "keras_attention/data/en_es_grammar.py": "the bundled corpus's grammar",
+    "keras_attention/data/en_es_words.py": "the bundled corpus's word lists",
+}
+
+
+def test_no_module_is_over_600_lines():
+    long = {}
+    for folder in ("keras_attention", "recipes"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            lines = len(path.read_text(encoding="utf-8").splitlines())
+            if lines > MAX_MODULE_LINES and name not in LONG_MODULES:
+                long[name] = lines
+    assert not long, f"split these by concern (at most {MAX_MODULE_LINES} lines): {long}"
 
 
 def test_every_package_has_a_floor():

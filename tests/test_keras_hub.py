@@ -233,7 +233,7 @@ def test_a_mixed_precision_preset_through_every_door(untrained, policy, tmp_path
     CTranslate2 converts as the float32 model (the same float32 weights)."""
     import keras
 
-    from keras_attention.models.transformer import with_dtype_policy
+    from keras_attention.models.precision import with_dtype_policy
     from tests.layer_test_case import assert_close
 
     mixed = Translator(with_dtype_policy(untrained.model, policy), untrained.source_tokenizer,
@@ -283,7 +283,7 @@ def test_an_int8_translator_through_every_door(tmp_path, no_gc_per_quantized_lay
     `Translator.from_preset` and keras-hub load as the same quantized model,
     and every door that cannot take int8 weights says what to do instead."""
     from keras_attention.models import Transformer
-    from keras_attention.models.transformer import with_dtype_policy
+    from keras_attention.models.precision import with_dtype_policy
 
     small = untrained_translator(beam_size=1)  # one layer each side: Keras quantizes slowly
     model = Transformer.from_config({**small.model.get_config(), "num_encoder_layers": 1,

@@ -1,5 +1,6 @@
 """`keras_attention.translation` as a package split by concern: the old
-module's entry points keep working, each module stays short, the exports
+module's entry points keep working, the translator holds keras-hub's task
+(the one owner of its model, tokenizers and decoding settings), the exports
 take any object with a translator's interface (and never import the
 translation package), and a call overrides decoding settings one way.
 These checks decode nothing (an empty list never reaches the search)."""
@@ -18,7 +19,6 @@ from tests.helpers import untrained_translator
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "keras_attention" / "translation"
-MAX_MODULE_LINES = 600
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +36,6 @@ def test_the_old_entry_points_keep_working():
         assert inspect.isclass(cls)
     assert sorted(translation.__all__) == ["AttentionDetails", "SearchResult", "Translator",
                                            "translate"]
-
-
-def test_every_module_is_short():
-    lengths = {path.name: len(path.read_text(encoding="utf-8").splitlines())
-               for path in sorted(PACKAGE.glob("*.py"))}
-    assert {"__init__.py", "translator.py", "searching.py"} <= set(lengths)
-    assert all(n < MAX_MODULE_LINES for n in lengths.values()), lengths
 
 
 def test_no_export_module_imports_the_translation_package():
@@ -107,3 +100,43 @@ def test_positional_settings_still_work_with_a_warning(translator):
         translator.translate([], 0)
     with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="two values"):
         translator.translate([], 3, beam_size=3)
+
+
+def test_the_translator_holds_the_keras_hub_task_and_the_task_holds_the_parts(translator):
+    """One owner: the model, the tokenizers and the decoding settings live in
+    the task (`translator.task`); the translator keeps only its task, its
+    metadata and a setting of this process (`jit_compile`)."""
+    from keras_attention.hub import TransformerBackbone, TransformerSeq2SeqLM
+
+    task = translator.task
+    assert isinstance(task, TransformerSeq2SeqLM)
+    assert set(vars(translator)) == {"task", "metadata", "jit_compile"}
+    assert translator.model is task.backbone
+    assert translator.source_tokenizer is task.preprocessor.tokenizer.tokenizer
+    assert translator.target_tokenizer is task.preprocessor.target_tokenizer.tokenizer
+    assert translator.settings is task.settings and task.beam_size == 2
+    with pytest.raises(AttributeError):
+        translator.settings = task.settings.replace(beam_size=4)
+
+    # Other settings: another task on the same backbone and preprocessor.
+    other = translator.with_settings(beam_size=3, length_penalty=1.0)
+    assert other.task is not task and other.task.preprocessor is task.preprocessor
+    assert other.model is translator.model
+    assert (other.beam_size, other.task.length_penalty, translator.beam_size) == (3, 1.0, 2)
+
+    # keras-hub's side, both ways, without copies where keras-hub can save the
+    # model: a plain Transformer (this one) gets a TransformerBackbone copy.
+    assert Translator.from_keras_hub_task(task).task is task
+    as_task = translator.as_keras_hub_task()
+    assert isinstance(as_task.backbone, TransformerBackbone) and as_task.compiled
+    assert as_task.settings == translator.settings
+    assert as_task.preprocessor is task.preprocessor
+    wrapped = Translator.from_keras_hub_task(as_task)
+    assert wrapped.as_keras_hub_task() is as_task  # already a backbone: itself
+    from keras_attention.models import Transformer
+
+    wrong = Transformer.from_preset(
+        "tiny", encoder_vocabulary_size=translator.source_tokenizer.vocabulary_size + 1,
+        decoder_vocabulary_size=translator.target_tokenizer.vocabulary_size, max_length=16)
+    with pytest.raises(ValueError, match="`source_tokenizer` has .* but the model's encoder"):
+        Translator(wrong, translator.source_tokenizer, translator.target_tokenizer)

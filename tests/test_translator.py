@@ -17,6 +17,7 @@ import pytest
 import tensorflow as tf
 
 from keras_attention import Translator
+from keras_attention.data.tokenizers import END_ID
 from keras_attention.models import Transformer
 from keras_attention.translation import translate
 from keras_attention.translation.searching import _compiled_batch_size, _pad_to_bucket
@@ -191,8 +192,13 @@ def test_n_best_lists(small):
 @pytest.mark.parametrize("texts", [[""], ["", " \t "], ["", "The red book.", " "]])
 def test_empty_in_empty_out(small, texts):
     """A text with no tokens translates to "" with score 0, whatever else is
-    in the batch (all-empty batches included), also in n-best lists."""
+    in the batch (all-empty batches included), also in n-best lists: the
+    search's own rule (`decoding.empty_sources`), whose output is `[END]` alone."""
     translations, scores = small.translate(texts, return_scores=True)
+    result = small.search(texts)
+    for text, ids, tokens in zip(texts, result.ids, result.tokens):
+        if not text.strip():
+            assert (ids, tokens) == ([END_ID], ["[END]"])
     for text, translation, score in zip(texts, translations, scores):
         if not text.strip():
             assert (translation, score) == ("", 0.0)

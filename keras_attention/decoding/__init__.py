@@ -20,6 +20,7 @@ from keras_attention.decoding.settings import (
     DEFAULTS,
     DecodingSettings,
     check_early_stopping,
+    check_num_return_sequences,
     gnmt_length_penalty,
 )
 
@@ -50,10 +51,8 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
     Empty in, empty out: every result of an empty source (`empty_sources`:
     no token but padding and `end_id`) is `end_id` alone with score 0."""
     check_early_stopping(early_stopping)
+    check_num_return_sequences(num_return_sequences, beam_size)
     if beam_size == 1:
-        if num_return_sequences not in (None, 1):
-            raise ValueError(f"`num_return_sequences`={num_return_sequences!r} needs a beam "
-                             "search with at least as many beams; received beam_size=1.")
         tokens, scores = greedy_search(model, encoder_tokens, max_length, start_id, end_id,
                                        length_penalty=length_penalty)
         if num_return_sequences is not None:
@@ -74,4 +73,5 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
 
 
 __all__ = ["DEFAULTS", "DecodingSettings", "beam_search", "check_early_stopping",
-           "empty_sources", "gnmt_length_penalty", "greedy_search", "search"]
+           "check_num_return_sequences", "empty_sources", "gnmt_length_penalty",
+           "greedy_search", "search"]

@@ -7,14 +7,18 @@ The beams of sentence b are rows b*K ... b*K + K - 1 of the model's batch.
 from keras import ops
 
 from keras_attention._constants import MASKED_LOGIT
-from keras_attention._validation import check_positive_int
 from keras_attention.decoding._loop import (
     check_search_args,
     encode_source,
     normalized_score,
     run_search,
 )
-from keras_attention.decoding.settings import DEFAULTS, check_early_stopping, gnmt_length_penalty
+from keras_attention.decoding.settings import (
+    DEFAULTS,
+    check_early_stopping,
+    check_num_return_sequences,
+    gnmt_length_penalty,
+)
 from keras_attention.layers import update_slice
 
 
@@ -94,11 +98,7 @@ def beam_search(
     """
     check_search_args(model, max_length, start_id, end_id, beam_size, length_penalty)
     check_early_stopping(early_stopping)
-    if num_return_sequences is not None:
-        check_positive_int("num_return_sequences", num_return_sequences)
-        if num_return_sequences > beam_size:
-            raise ValueError(f"`num_return_sequences`={num_return_sequences} must be at most "
-                             f"`beam_size`={beam_size}: the search keeps {beam_size} hypotheses.")
+    check_num_return_sequences(num_return_sequences, beam_size)
     k = beam_size
     encoder_outputs, encoder_mask = encode_source(model, encoder_tokens)  # [B, S, D], [B, S]
     batch_size = ops.shape(encoder_outputs)[0]

@@ -27,6 +27,17 @@ def check_early_stopping(early_stopping):
     _check_early_stopping_named("early_stopping", early_stopping)
 
 
+def check_num_return_sequences(num_return_sequences, beam_size):
+    """`num_return_sequences`: None, or a positive int no larger than
+    `beam_size` (a search keeps `beam_size` hypotheses): the one check of
+    every door that asks for n-best lists."""
+    check_positive_int("num_return_sequences", num_return_sequences, allow_none=True)
+    if num_return_sequences is not None and num_return_sequences > beam_size:
+        raise ValueError(f"`num_return_sequences`={num_return_sequences} must be at most "
+                         f"the beam size {beam_size}: the search keeps {beam_size} "
+                         "hypotheses. Pass a larger `beam_size`.")
+
+
 def _check_early_stopping_named(name, value):
     if not (isinstance(value, bool) or value == "never"):
         if name.startswith("-"):  # a command-line flag

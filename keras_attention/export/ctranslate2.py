@@ -124,7 +124,7 @@ def _activation(model):
 
 def _check_model(model, source_tokenizer, target_tokenizer):
     from keras_attention.models import Transformer
-    from keras_attention.models.transformer import quantization_of
+    from keras_attention.models.precision import quantization_of
 
     if not isinstance(model, Transformer):
         raise TypeError("`model` must be a keras_attention.models.Transformer; received "

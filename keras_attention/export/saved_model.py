@@ -27,7 +27,7 @@ from keras_attention._io import atomic_directory, named_write_errors
 from keras_attention._validation import check_positive_int
 from keras_attention.data.tokenizers import save_tokenizers, tokenize_with_end
 from keras_attention.layers import without_xla_ops
-from keras_attention.models.transformer import with_dtype_policy
+from keras_attention.models.precision import with_dtype_policy
 
 
 def next_version(export_dir):

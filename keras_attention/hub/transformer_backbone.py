@@ -11,6 +11,7 @@ import keras
 import keras_hub
 
 from keras_attention.models import Transformer
+from keras_attention.presets import preset_path
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -24,9 +25,24 @@ class TransformerBackbone(Transformer, keras_hub.models.Backbone):
 
     Example:
 
+    >>> backbone = TransformerBackbone.from_preset("tatoeba_en_es")  # shipped, trained
     >>> backbone = TransformerBackbone.from_preset("runs/translation/preset")
+    >>> backbone = TransformerBackbone.from_preset("tiny", encoder_vocabulary_size=100,
+    ...                                            decoder_vocabulary_size=100)  # untrained
     >>> backbone = TransformerBackbone.from_transformer(model)  # a trained Transformer
     """
+
+    @classmethod
+    def from_preset(cls, preset, *args, **kwargs):
+        """An architecture of `Transformer.presets()` (`"tiny"`, `"tutorial"`,
+        `"base"`, `"big"`: untrained; `kwargs` replace its arguments), or
+        keras-hub's `Backbone.from_preset`: a preset folder, a `kaggle://` or
+        `hf://` handle, or the name of a translator shipped with the package
+        (`keras_attention.presets`)."""
+        if preset in Transformer.presets():
+            return super().from_preset(preset, *args, **kwargs)
+        return keras_hub.models.Backbone.from_preset.__func__(cls, preset_path(preset), *args,
+                                                               **kwargs)
 
     def get_config(self):
         """The `Transformer`'s config, with a mixed policy saved as its

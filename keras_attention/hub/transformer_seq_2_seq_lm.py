@@ -7,8 +7,9 @@ search) by default, or with any keras-hub sampler given to `compile`.
 
 The task holds its decoding settings, as keras-hub's convention has it (a
 task owns its preprocessor and its sampler's settings): `SearchSampler`
-reads them from the task it decodes for. (A `Translator` still holds its
-own; `Translator.as_keras_hub_task` and `from_keras_hub_task` copy them.)
+reads them from the task it decodes for. A `Translator` holds one of these
+tasks (`translator.task`) and reads its model, tokenizers and settings from
+it: they exist once, whichever door decodes.
 """
 
 import keras
@@ -24,7 +25,8 @@ from keras_attention.hub.transformer_backbone import TransformerBackbone
 from keras_attention.hub.transformer_seq_2_seq_lm_preprocessor import (
     TransformerSeq2SeqLMPreprocessor,
 )
-from keras_attention.models.transformer import quantize_quietly
+from keras_attention.models.precision import quantize_quietly
+from keras_attention.presets import builtin_presets, classproperty, preset_path
 
 
 def _checked_inputs(inputs):
@@ -53,7 +55,9 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
     """An encoder-decoder Transformer translator as a keras-hub task.
 
     Args:
-        backbone: a `TransformerBackbone`.
+        backbone: a `TransformerBackbone` (or a plain `Transformer`: the task
+            of a `Translator` over one, which keras-hub cannot save;
+            `Translator.as_keras_hub_task` gives one on a backbone copy).
         preprocessor: a `TransformerSeq2SeqLMPreprocessor` (its sequence
             lengths cut to the model's `max_length`), or `None`.
         beam_size, length_penalty, max_output_length, early_stopping: the
@@ -109,6 +113,17 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
         })
         super().__init__(inputs=inputs, outputs=logits, **kwargs)
 
+    @classproperty
+    def presets(cls):
+        """The translators shipped with the package (`Translator.presets`)."""
+        return builtin_presets()
+
+    @classmethod
+    def from_preset(cls, preset, *args, **kwargs):
+        """keras-hub's `from_preset`; `preset` may also name a translator
+        shipped with the package (`TransformerSeq2SeqLM.presets`)."""
+        return super().from_preset(preset_path(preset), *args, **kwargs)
+
     # The decoding settings, read-only: `with_settings` gives another task.
     settings = property(lambda self: self._settings)
     beam_size = property(lambda self: self._settings.beam_size)
@@ -149,7 +164,7 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
 
     def quantize(self, mode=None, config=None, filters=None, **kwargs):
         """keras-hub's `quantize` on the backbone's layers that have a kernel
-        (`keras_attention.models.transformer.quantizable_layer`)."""
+        (`keras_attention.models.precision.quantizable_layer`)."""
         return quantize_quietly(self, mode, config=config, filters=filters, **kwargs)
 
     def generate(self, inputs, max_length=None, stop_token_ids="auto", strip_prompt=False):
@@ -158,6 +173,8 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
         included (default: the task's `max_output_length`, as `Translator`'s);
         at most the model's `max_length`."""
         inputs = _checked_inputs(inputs)
+        if not self.compiled:  # a Translator's task is built uncompiled (cheaper)
+            self.compile()
         limit = self.backbone.max_length
         if max_length is None:
             max_length = self._settings.output_length(limit)

@@ -5,9 +5,7 @@ Shape legend: B batch, S source length, T target length, D model depth,
 V target vocabulary size, L maximum decoded length.
 """
 
-import collections
 import copy
-import warnings
 
 import keras
 from keras import ops
@@ -19,6 +17,7 @@ from keras_attention._constants import (
     MAX_TENSOR_SIZE,
     MAX_VOCABULARY_SIZE,
 )
+from keras_attention._deprecation import moved_names
 from keras_attention._validation import check_positive_int
 from keras_attention.layers import (
     DecoderBlock,
@@ -28,7 +27,14 @@ from keras_attention.layers import (
     OutputProjection,
     TokenAndPositionEmbedding,
 )
-from keras_attention.layers.masks import padding_mask, segment_mask
+from keras_attention.models import passes, precision
+from keras_attention.models.passes import (
+    _decoder_pass,
+    _encoder_pass,
+    _Layers,
+    _packing,
+    _project,
+)
 
 PRESETS = {
     # A few thousand parameters, for tests and quick examples.
@@ -58,208 +64,6 @@ PRESETS = {
         share_encoder_decoder_embeddings=True,
     ),
 }
-
-
-# The inputs of packed rows (`keras_attention.data.make_batches(pack=True)`),
-# beside "encoder_tokens" and "decoder_tokens": each row holds several pairs,
-# numbered 1, 2, ... in its segment ids (0: padding), with positions that
-# restart at 0 in each pair.
-PACKING_KEYS = ("encoder_segment_ids", "decoder_segment_ids", "encoder_positions",
-                "decoder_positions")
-
-
-def _packing(inputs):
-    """The packing inputs of an input dict as int32 tensors, or None for
-    plain rows (one pair per row)."""
-    present = [key for key in PACKING_KEYS if key in inputs]
-    if not present:
-        return None
-    if len(present) != len(PACKING_KEYS):
-        raise ValueError(
-            f"Packed rows need all of {PACKING_KEYS}; received only {present} "
-            f"(input keys: {sorted(inputs)}).")
-    return {key: ops.convert_to_tensor(inputs[key], "int32") for key in PACKING_KEYS}
-
-
-class PaddingMask(keras.layers.Layer):
-    """`padding_mask(tokens)` (`tokens != 0`, a boolean `[B, L]`) as a named,
-    weightless layer: in the functional graph (and its `summary()`) it is
-    `encoder_padding_mask`, not an anonymous `not_equal_N` operation."""
-
-    def call(self, tokens):
-        return padding_mask(tokens)
-
-    def compute_output_spec(self, tokens):
-        return keras.KerasTensor(tokens.shape, dtype="bool")
-
-
-class _Layers(collections.namedtuple("_Layers", (
-        "encoder_padding_mask", "encoder_embedding", "encoder_embedding_dropout",
-        "encoder_blocks", "encoder_final_norm", "decoder_padding_mask", "decoder_embedding",
-        "decoder_embedding_dropout", "decoder_blocks", "decoder_final_norm",
-        "output_projection", "logits_cast"))):
-    """The model's layers. The functional graph (built from locals before the
-    model exists) and the decoding methods (from the model's attributes) run
-    them through the same two functions below: the stacks are written once."""
-
-
-def _encoder_pass(layers, encoder_tokens, training=None, return_attention_scores=False,
-                  details=False, packing=None):
-    """Embedding, dropout, blocks, final norm: `(x [B, S, D], padding [B, S],
-    scores)` with `scores` one `[B, N, S, S]` per block (empty unless asked;
-    with `details`, one dict of `MultiHeadAttention`'s details per block).
-    `packing`: the packed rows' ids and positions (`_packing`), or None."""
-    mask = layers.encoder_padding_mask(encoder_tokens)  # [B, S]
-    attention_mask = positions = None
-    if packing is not None:
-        segments = packing["encoder_segment_ids"]
-        attention_mask = segment_mask(segments, segments)  # [B, S, S], block-diagonal
-        positions = packing["encoder_positions"]
-    x = layers.encoder_embedding(encoder_tokens, positions=positions)  # [B, S, D]
-    x = layers.encoder_embedding_dropout(x, training=training)
-    scores = []
-    for block in layers.encoder_blocks:
-        if details:
-            x, block_scores = block.attention_details(x, padding_mask=mask,
-                                                      attention_mask=attention_mask)
-        else:
-            x = block(x, padding_mask=mask, attention_mask=attention_mask, training=training,
-                      return_attention_scores=return_attention_scores)
-            x, block_scores = x if return_attention_scores else (x, None)
-        if return_attention_scores or details:
-            scores.append(block_scores)  # [B, N, S, S]
-    if layers.encoder_final_norm is not None:
-        x = layers.encoder_final_norm(x)
-    return x, mask, scores
-
-
-def _decoder_pass(layers, decoder_tokens, encoder_outputs, encoder_mask, training=None,
-                  return_attention_scores=False, cache=None, index=None, details=False,
-                  project=True, packing=None):
-    """Embedding, dropout, blocks, final norm and output projection (with
-    `project=False`, the final hidden states `[B, T, D]` in its place).
-
-    Teacher-forced over the whole target (`cache=None`), or one cached step
-    at position `index` (`encoder_outputs` may then be None: the blocks read
-    the cross-attention caches).
-
-    Returns:
-        `(logits [B, T, V] float32, self_scores, cross_scores, cache)`: the
-        score lists hold one `[B, N, T, T]` / `[B, N, T, S]` per block (empty
-        unless asked; with `details`, dicts of `MultiHeadAttention`'s
-        details); `cache` is the updated cache (None without one).
-    """
-    self_mask = cross_mask = None
-    if cache is None:
-        positions = None
-        if packing is not None:
-            segments = packing["decoder_segment_ids"]
-            self_mask = segment_mask(segments, segments)  # [B, T, T] (and causal)
-            cross_mask = segment_mask(segments, packing["encoder_segment_ids"])  # [B, T, S]
-            positions = packing["decoder_positions"]
-        y = layers.decoder_embedding(decoder_tokens, positions=positions)  # [B, T, D]
-        mask = layers.decoder_padding_mask(decoder_tokens)  # [B, T]
-    else:
-        y = layers.decoder_embedding(decoder_tokens, start_index=index)  # [B, 1, D]
-        mask = None  # the cache holds the earlier positions; the new one is real
-    y = layers.decoder_embedding_dropout(y, training=training)
-    self_scores, cross_scores, new_cache = [], [], []
-    for i, block in enumerate(layers.decoder_blocks):
-        if cache is not None:
-            y, block_cache = block.call_with_cache(  # [B, 1, D]
-                y, cache[i][0], index, cross_attention_cache=cache[i][1],
-                encoder_padding_mask=encoder_mask, training=training)
-            new_cache.append(block_cache)  # (self-attention cache, cross-attention cache)
-            continue
-        if details:
-            y, (block_self, block_cross) = block.attention_details(
-                y, encoder_outputs, decoder_padding_mask=mask, encoder_padding_mask=encoder_mask,
-                decoder_attention_mask=self_mask, encoder_attention_mask=cross_mask)
-        else:
-            y = block(y, encoder_outputs, decoder_padding_mask=mask,
-                      encoder_padding_mask=encoder_mask, decoder_attention_mask=self_mask,
-                      encoder_attention_mask=cross_mask, training=training,
-                      return_attention_scores=return_attention_scores)  # [B, T, D]
-            y, (block_self, block_cross) = y if return_attention_scores else (y, (None, None))
-        if return_attention_scores or details:
-            self_scores.append(block_self)  # [B, N, T, T]
-            cross_scores.append(block_cross)  # [B, N, T, S]
-    if layers.decoder_final_norm is not None:
-        y = layers.decoder_final_norm(y)
-    if project:
-        y = _project(layers, y, training)  # [B, T, V]
-    return y, self_scores, cross_scores, None if cache is None else tuple(new_cache)
-
-
-def _project(layers, y, training=None):
-    """The output projection: float32 logits `[..., V]` of hidden states `[..., D]`."""
-    if layers.output_projection is None:
-        logits = layers.decoder_embedding(y, reverse=True, training=training)  # tied: [..., V]
-    else:
-        logits = layers.output_projection(y, training=training)  # [..., V]
-    return layers.logits_cast(logits)  # float32 under mixed precision
-
-
-def quantizable_layer(layer):
-    """Whether Keras' `quantize` has something to do on `layer`: the layers
-    with a kernel (every attention and feed-forward projection, the output
-    projection, the embeddings). The others (dropout, normalization,
-    position encodings, activations) have no `quantize`, and Keras warns
-    about each one."""
-    return isinstance(layer, (keras.layers.Dense, keras.layers.EinsumDense,
-                              keras.layers.Embedding))
-
-
-def quantize_quietly(model, mode=None, config=None, filters=None, **kwargs):
-    """`keras.Model.quantize` of `model` on `quantizable_layer`s (unless
-    `filters` says otherwise), without the warning Keras' quantizer raises
-    in its own NumPy conversion (`__array__ ... copy keyword`).
-
-    Refused while LoRA is enabled on any layer: Keras quantizes the frozen
-    kernel and drops the low-rank factors' contribution, so the tuned model
-    would translate as if never tuned (measured: garbage)."""
-    with_lora = [layer.path for layer in model._flatten_layers()  # the walk Model.quantize does
-                 if getattr(layer, "lora_enabled", False)]
-    if with_lora:
-        raise ValueError(
-            f"Cannot quantize a model with LoRA enabled (on {len(with_lora)} layers, e.g. "
-            f"{with_lora[0]!r}): quantizing would drop the LoRA update. Merge it first: save "
-            "the model (`Translator.save_to_preset`, or keras-hub's `save_to_preset`, which "
-            "write the merged weights), load it again, then quantize.")
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"__array__ implementation doesn't accept")
-        return keras.Model.quantize(model, mode, config=config,
-                                    filters=quantizable_layer if filters is None else filters,
-                                    **kwargs)
-
-
-def quantization_of(model):
-    """`None` for a float model, else the quantization mode of its quantized
-    layers (`"int8"`, ...): what Keras' `quantize` made of it."""
-    modes = {layer.quantization_mode for layer in model._flatten_layers(include_self=False)}
-    modes.discard(None)
-    return min(modes) if modes else None
-
-
-def with_dtype_policy(model, dtype_policy):
-    """A copy of the Transformer `model` under another dtype policy, with the
-    same weights (e.g. a model trained with mixed_bfloat16 served in float32
-    on CPUs without bfloat16 instructions). A quantized model keeps the
-    policy it was quantized under (its int8 layers' policies name it):
-    asking for another is refused."""
-    policy = keras.dtype_policies.get(dtype_policy)
-    mode = quantization_of(model)
-    if mode is not None and policy.name != model.dtype_policy.name:
-        raise ValueError(
-            f"The model is quantized ({mode}) under {model.dtype_policy.name}; it cannot be "
-            f"moved to {policy.name}. Load the float model under {policy.name!r}, then "
-            "quantize it.")
-    config = model.get_config()
-    if mode is None:  # a quantized model's config keeps its map of layer policies
-        config["dtype"] = policy
-    clone = model.__class__.from_config(config)
-    clone.set_weights(model.get_weights())
-    return clone
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -398,14 +202,14 @@ class Transformer(keras.Model):
         # === Layers ===
         encoder_embedding = embedding(encoder_vocabulary_size, "encoder_embedding")
         layers = _Layers(
-            encoder_padding_mask=PaddingMask(name="encoder_padding_mask"),
+            encoder_padding_mask=passes.PaddingMask(name="encoder_padding_mask"),
             encoder_embedding=encoder_embedding,
             encoder_embedding_dropout=Dropout(dropout, dtype=dtype,
                                               name="encoder_embedding_dropout"),
             encoder_blocks=[EncoderBlock(**block_args, name=f"encoder_block_{i}")
                             for i in range(num_encoder_layers)],
             encoder_final_norm=final_norm("encoder_final_norm"),
-            decoder_padding_mask=PaddingMask(name="decoder_padding_mask"),
+            decoder_padding_mask=passes.PaddingMask(name="decoder_padding_mask"),
             decoder_embedding=(
                 encoder_embedding
                 if share_encoder_decoder_embeddings
@@ -473,8 +277,8 @@ class Transformer(keras.Model):
     def quantize(self, mode=None, config=None, filters=None, **kwargs):
         """Keras' `quantize` (e.g. `"int8"`), on every layer that has a
         kernel: all projections, the output projection included, and the
-        embeddings (`quantizable_layer`); `filters` chooses others."""
-        return quantize_quietly(self, mode, config=config, filters=filters, **kwargs)
+        embeddings (`precision.quantizable_layer`); `filters` chooses others."""
+        return precision.quantize_quietly(self, mode, config=config, filters=filters, **kwargs)
 
     # === Presets ===
 
@@ -540,7 +344,7 @@ class Transformer(keras.Model):
         from the same passes as the functional graph. With `project`, the
         logits of any rows of them: the recipe's trainer projects only the
         rows of real target tokens (no logits for padding, under XLA too).
-        Packed rows (`PACKING_KEYS` in `inputs`) run with their masks and
+        Packed rows (`passes.PACKING_KEYS` in `inputs`) run with their masks and
         positions."""
         layers, packing = self._passes_layers(), _packing(inputs)
         encoder_tokens = ops.convert_to_tensor(inputs["encoder_tokens"], "int32")
@@ -667,3 +471,17 @@ class Transformer(keras.Model):
             paths = set(policy_map)
             model.quantize(modes.pop(), filters=lambda layer: layer.path in paths)
         return model
+
+
+# The public names this module held before they moved to the modules of
+# their concern: still importable from here for one release, with a
+# DeprecationWarning naming the new place. (This module uses them through
+# their modules, `passes.PaddingMask`: imported here, they would skip the warning.)
+_MOVED = {name: module for module, names in (
+    (passes, ("PACKING_KEYS", "PaddingMask")),
+    (precision, ("quantizable_layer", "quantize_quietly", "quantization_of",
+                 "with_dtype_policy")),
+) for name in names}
+
+
+__getattr__ = moved_names(__name__, _MOVED)

@@ -82,13 +82,13 @@ def analyze(translator, text, beam_size=None, target=None):
     """
     start = time.perf_counter()
     text, beam_size, target = check_request(text, beam_size, target)
-    if beam_size is not None:
-        translator = translator.with_settings(beam_size=beam_size)
+    # The page's beam size, for this request only.
+    beams = translator.beam_size if beam_size is None else beam_size
     if target is None:
         # The n-best list of `translator.translate([text])`'s own search (the
         # same padded shapes, so the same numbers), and the pass of its best.
-        result = translator.search([text], verbose=0,
-                                   num_return_sequences=translator.beam_size)
+        result = translator.search([text], verbose=0, num_return_sequences=beams,
+                                   beam_size=beams)
         translations = [{"text": t, "score": _round(s)}
                         for t, s in zip(result.texts[0], result.scores[0])]
         details = translator.attention_details(text, result.ids[0][0])
@@ -103,7 +103,7 @@ def analyze(translator, text, beam_size=None, target=None):
     return {
         "source": text,
         "mode": "translate" if target is None else "forced",
-        "beam_size": translator.beam_size,
+        "beam_size": beams,
         "length_penalty": translator.length_penalty,
         "translations": translations,
         "source_tokens": details.source_tokens,

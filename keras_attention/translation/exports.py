@@ -1,7 +1,7 @@
 """A translator through the other front doors: the TF Serving SavedModel and
-CTranslate2 (`keras_attention.export`), and keras-hub's task
-(`keras_attention.hub`), both ways. Each imports its package when called:
-neither is needed to translate."""
+CTranslate2 (`keras_attention.export`, imported when called: neither is
+needed to translate), and keras-hub's task (`keras_attention.hub`): the one
+a translator holds, built here, and the way back from one keras-hub loaded."""
 
 
 def export(translator, export_dir, version=None, dtype_policy=None, verbose=False):
@@ -22,24 +22,59 @@ def export_ctranslate2(translator, output_dir, quantization=None, overwrite=Fals
 # -- keras-hub's task -------------------------------------------------------------
 
 
-def as_keras_hub_task(translator):
-    """`translator.as_keras_hub_task()` (see there)."""
-    from keras_attention.hub import (
-        TransformerBackbone,
-        TransformerSeq2SeqLM,
-        TransformerSeq2SeqLMPreprocessor,
-        TransformerTokenizer,
-    )
+def check_vocabularies(model, source_tokenizer, target_tokenizer):
+    """A ValueError unless each tokenizer has its side's vocabulary size."""
+    for name, tokenizer, size in (
+            ("source_tokenizer", source_tokenizer, model.encoder_vocabulary_size),
+            ("target_tokenizer", target_tokenizer, model.decoder_vocabulary_size)):
+        if tokenizer.vocabulary_size != size:
+            raise ValueError(
+                f"`{name}` has {tokenizer.vocabulary_size} tokens but the model's "
+                f"{'encoder' if name.startswith('source') else 'decoder'} vocabulary has "
+                f"{size}: they do not belong together.")
 
-    limit = translator.model.max_length
+
+def keras_hub_task(model, source_tokenizer, target_tokenizer, settings):
+    """The task a `Translator` holds: a `TransformerSeq2SeqLM` over `model`
+    (itself, whether a `TransformerBackbone` or a plain `Transformer`), a
+    preprocessor of the two tokenizers (sequence lengths: the model's
+    `max_length`) and `settings`, uncompiled (cheaper; keras-hub's
+    `generate` and `as_keras_hub_task` compile it when they need to)."""
+    from keras_attention.hub import TransformerSeq2SeqLMPreprocessor, TransformerTokenizer
+
+    limit = model.max_length
     preprocessor = TransformerSeq2SeqLMPreprocessor(
-        TransformerTokenizer(translator.source_tokenizer, config_file="tokenizer.json",
+        TransformerTokenizer(source_tokenizer, config_file="tokenizer.json",
                              name="source_tokenizer"),
-        TransformerTokenizer(translator.target_tokenizer, config_file="target_tokenizer.json",
+        TransformerTokenizer(target_tokenizer, config_file="target_tokenizer.json",
                              name="target_tokenizer"),
         encoder_sequence_length=limit, decoder_sequence_length=limit)
-    return TransformerSeq2SeqLM(TransformerBackbone.from_transformer(translator.model),
-                                preprocessor, **translator.settings.to_dict())
+    return _task(model, preprocessor, settings)
+
+
+def task_with_settings(task, settings):
+    """`task`'s backbone and preprocessor with other `settings`, uncompiled."""
+    return _task(task.backbone, task.preprocessor, settings)
+
+
+def _task(backbone, preprocessor, settings, compile=False):  # noqa: A002  (keras-hub's name)
+    from keras_attention.hub import TransformerSeq2SeqLM
+
+    return TransformerSeq2SeqLM(backbone, preprocessor, **settings.to_dict(), compile=compile)
+
+
+def as_keras_hub_task(translator):
+    """`translator.as_keras_hub_task()` (see there)."""
+    from keras_attention.hub import TransformerBackbone
+
+    task = translator.task
+    if not isinstance(task.backbone, TransformerBackbone):
+        # keras-hub saves and loads a Backbone: a copy of the plain model.
+        return _task(TransformerBackbone.from_transformer(task.backbone), task.preprocessor,
+                     task.settings, compile=True)
+    if not task.compiled:
+        task.compile()
+    return task
 
 
 def from_keras_hub_task(cls, task, metadata=None, jit_compile=True):
@@ -50,6 +85,6 @@ def from_keras_hub_task(cls, task, metadata=None, jit_compile=True):
         raise TypeError("`task` must be a keras_attention.hub.TransformerSeq2SeqLM with its "
                         f"preprocessor; received {type(task).__name__}.")
     preprocessor = task.preprocessor
-    return cls(task.backbone, preprocessor.tokenizer.tokenizer,
-               preprocessor.target_tokenizer.tokenizer, **task.settings.to_dict(),
-               metadata=metadata, jit_compile=jit_compile)
+    check_vocabularies(task.backbone, preprocessor.tokenizer.tokenizer,
+                        preprocessor.target_tokenizer.tokenizer)
+    return cls._of_task(task, metadata, jit_compile)

@@ -24,7 +24,8 @@ from keras_attention._io import (
 )
 from keras_attention.data.tokenizers import load_tokenizer, load_tokenizers
 from keras_attention.decoding import DecodingSettings
-from keras_attention.models.transformer import with_dtype_policy
+from keras_attention.models.precision import with_dtype_policy
+from keras_attention.presets import builtin_presets, preset_path
 from keras_attention.version import __version__
 
 CONFIG_FILE = "config.json"  # keras-hub's names (keras_hub/src/utils/preset_utils.py)
@@ -72,14 +73,15 @@ def load_translator(cls, preset, dtype=None, **overrides):
     """`cls.from_preset(preset, dtype, **overrides)` (see there)."""
     if not isinstance(preset, (str, os.PathLike)):
         raise TypeError(f"`preset` must be a path or a handle string; received {preset!r}.")
-    preset = os.fspath(preset)
+    preset = preset_path(os.fspath(preset))  # a shipped preset's name: its folder
     if "://" in preset:
         translator = _from_remote_preset(cls, preset)
     elif not os.path.isdir(preset) and not _restored(preset):
         raise FileNotFoundError(
             f"{preset!r} is not a directory: expected a preset directory (written by "
             "Translator.save_to_preset), a run directory of recipes/translation/train.py, "
-            "an exported SavedModel folder, or a kaggle:// or hf:// handle.")
+            "an exported SavedModel folder, a kaggle:// or hf:// handle, or the name of a "
+            f"shipped preset ({', '.join(sorted(builtin_presets())) or 'none installed'}).")
     else:
         translator = _from_local_directory(cls, preset)
     if dtype is None:  # a preset's config.json has no mixed policy (TransformerBackbone)

@@ -22,7 +22,12 @@ from keras_attention._constants import PAD_ID
 from keras_attention._validation import as_sentences, check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
-from keras_attention.decoding import DEFAULTS, DecodingSettings, search
+from keras_attention.decoding import (
+    DEFAULTS,
+    DecodingSettings,
+    check_num_return_sequences,
+    search,
+)
 from keras_attention.layers import xla_ops_allowed
 
 
@@ -151,20 +156,14 @@ def _search(model, source_tokenizer, target_tokenizer, sentences, settings, batc
     check_positive_int("batch_size", batch_size)
     if verbose == "auto":  # a bar when there is more than one batch
         verbose = int(len(sentences) > batch_size)
-    check_positive_int("num_return_sequences", num_return_sequences, allow_none=True)
-    if num_return_sequences is not None and num_return_sequences > settings.beam_size:
-        raise ValueError(f"`num_return_sequences`={num_return_sequences} must be at most "
-                         f"the beam size {settings.beam_size}: the search keeps "
-                         f"{settings.beam_size} hypotheses. Pass a larger `beam_size`.")
+    check_num_return_sequences(num_return_sequences, settings.beam_size)
     if not sentences:
         return [], [], []
     limit = model.max_length
     ids = _tokenize_fn(source_tokenizer, limit)(tf.constant(sentences)).to_list()
-    # Empty in, empty out: a text with no tokens ([END] alone: "" or blanks)
-    # translates to "" with score 0, as in the SavedModel; it never reaches
-    # the search (which would invent a sentence for it).
-    order = [i for i in np.argsort([len(row) for row in ids], kind="stable")
-             if len(ids[i]) > 1]
+    # Shortest first, so that a batch's sources have similar lengths. (Empty
+    # in, empty out is the search's: an empty source gives [END] alone, "".)
+    order = list(np.argsort([len(row) for row in ids], kind="stable"))
 
     search = _compiled_search(model, settings.beam_size, settings.length_penalty,
                               settings.output_length(limit), num_return_sequences, jit_compile,
@@ -181,8 +180,6 @@ def _search(model, source_tokenizer, target_tokenizer, sentences, settings, batc
         output_ids = [[[] for _ in range(n)] for _ in sentences]
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     progbar = keras.utils.Progbar(len(sentences), unit_name="sentence") if verbose else None
-    if progbar is not None and len(order) < len(sentences):
-        progbar.add(len(sentences) - len(order))  # the empty ones: done
     for batch in batches:
         tokens, batch_scores = search(_search_batch([ids[i] for i in batch], limit, jit_compile,
                                                     batch_size))

@@ -1,7 +1,11 @@
 """`Translator`: a trained Transformer, its tokenizers and its decoding
-settings in one object, the one owner of those settings. Its methods are
-thin: the search on strings is `searching`, the files `presets`,
-fine-tuning `fine_tuning`, the other front doors `exports`."""
+settings in one object. It holds keras-hub's task
+(`keras_attention.hub.TransformerSeq2SeqLM`), and the task holds the model,
+the tokenizers and the settings: one owner of each, whichever door
+(`translate`, keras-hub's `generate`, the SavedModel, CTranslate2, the
+playground) decodes. Its methods are thin: the search on strings is
+`searching`, the files `presets`, fine-tuning `fine_tuning`, the other
+front doors `exports`."""
 
 import warnings
 
@@ -12,6 +16,7 @@ import tensorflow as tf
 from keras_attention._validation import check_bool
 from keras_attention.data.tokenizers import END_ID, START_ID
 from keras_attention.decoding import DEFAULTS, DecodingSettings, gnmt_length_penalty, search
+from keras_attention.presets import builtin_presets, classproperty
 from keras_attention.translation import exports, fine_tuning, presets
 from keras_attention.translation.searching import (
     AttentionDetails,
@@ -27,6 +32,13 @@ from keras_attention.translation.searching import (
 class Translator:
     """A trained translator: a `Transformer`, its source and target
     tokenizers and the decoding settings, in one object.
+
+    It holds them in keras-hub's task, `translator.task` (a
+    `keras_attention.hub.TransformerSeq2SeqLM`: the model is its backbone,
+    the tokenizers its preprocessor's, the settings its own), so
+    `translator.translate(...)` and `translator.task.generate(...)` read the
+    same settings and give the same translations, and training either
+    trains both.
 
     Args:
         model: a trained `keras_attention.models.Transformer`.
@@ -67,22 +79,37 @@ class Translator:
                  early_stopping=DEFAULTS.early_stopping):
         settings = DecodingSettings(beam_size, length_penalty, max_output_length, early_stopping)
         check_bool("jit_compile", jit_compile)
-        for name, tokenizer, size in (
-                ("source_tokenizer", source_tokenizer, model.encoder_vocabulary_size),
-                ("target_tokenizer", target_tokenizer, model.decoder_vocabulary_size)):
-            if tokenizer.vocabulary_size != size:
-                raise ValueError(
-                    f"`{name}` has {tokenizer.vocabulary_size} tokens but the model's "
-                    f"{'encoder' if name.startswith('source') else 'decoder'} vocabulary has "
-                    f"{size}: they do not belong together.")
-        self.model = model
-        self.source_tokenizer = source_tokenizer
-        self.target_tokenizer = target_tokenizer
-        self.settings = settings
+        exports.check_vocabularies(model, source_tokenizer, target_tokenizer)
+        # The one holder of the model, the tokenizers and the decoding
+        # settings: keras-hub's task (uncompiled until keras-hub's own
+        # `generate` or `as_keras_hub_task` needs its sampler).
+        self.task = exports.keras_hub_task(model, source_tokenizer, target_tokenizer, settings)
         self.metadata = dict(metadata or {})
         self.jit_compile = jit_compile
 
-    # The decoding settings, read-only: `with_settings` gives another translator.
+    @classmethod
+    def _of_task(cls, task, metadata=None, jit_compile=True):
+        """A translator over `task` itself (no copy): what
+        `from_keras_hub_task` and `with_settings` give."""
+        check_bool("jit_compile", jit_compile)
+        translator = cls.__new__(cls)
+        translator.task = task
+        translator.metadata = dict(metadata or {})
+        translator.jit_compile = jit_compile
+        return translator
+
+    # What the translator is made of, read from its task: the model (the
+    # task's backbone), the two tokenizers (its preprocessor's) and the
+    # decoding settings (the task's, read-only: `with_settings` gives
+    # another translator).
+    model = property(lambda self: self.task.backbone,
+                     doc="The `Transformer` (the keras-hub task's backbone).")
+    source_tokenizer = property(lambda self: self.task.preprocessor.tokenizer.tokenizer,
+                                doc="The source side's tokenizer.")
+    target_tokenizer = property(lambda self: self.task.preprocessor.target_tokenizer.tokenizer,
+                                doc="The target side's tokenizer.")
+    settings = property(lambda self: self.task.settings,
+                        doc="The `DecodingSettings` (the keras-hub task's).")
     beam_size = property(lambda self: self.settings.beam_size)
     length_penalty = property(lambda self: self.settings.length_penalty)
     max_output_length = property(lambda self: self.settings.max_output_length)
@@ -94,11 +121,11 @@ class Translator:
 
     def with_settings(self, **overrides):
         """This translator (the same model and tokenizers) with other decoding
-        settings: `translator.with_settings(beam_size=8)`."""
+        settings: `translator.with_settings(beam_size=8)`. For one call,
+        `translate(texts, beam_size=8)` is cheaper (no new task)."""
         jit_compile = overrides.pop("jit_compile", self.jit_compile)
-        settings = self.settings.replace(**overrides)
-        return type(self)(self.model, self.source_tokenizer, self.target_tokenizer,
-                          **settings.to_dict(), metadata=self.metadata, jit_compile=jit_compile)
+        task = exports.task_with_settings(self.task, self.settings.replace(**overrides))
+        return type(self)._of_task(task, self.metadata, jit_compile)
 
     # -- translating ----------------------------------------------------------
 
@@ -311,9 +338,20 @@ class Translator:
 
     # -- files ------------------------------------------------------------------
 
+    @classproperty
+    def presets(cls):
+        """The translators shipped with the package, `{name: metadata}`: each
+        one's description, languages, parameter count, size, test BLEU and
+        chrF (with their sacreBLEU signatures), licence and local `path`.
+        `Translator.from_preset(name)` loads one, offline."""
+        return builtin_presets()
+
     @classmethod
     def from_preset(cls, preset, dtype=None, **overrides):
         """Loads a translator from `preset`:
+
+        - the name of a translator shipped with the package (`Translator.presets`:
+          `"tatoeba_en_es"`, `"tatoeba_es_en"`), installed with it (offline);
 
         - a preset directory written by `save_to_preset` (`config.json`,
           `model.weights.h5`, `assets/`, `translator.json`, `metadata.json`, ...;
@@ -372,20 +410,23 @@ class Translator:
         return exports.export_ctranslate2(self, output_dir, quantization, overwrite)
 
     def as_keras_hub_task(self):
-        """This translator as keras-hub's task: a
-        `keras_attention.hub.TransformerSeq2SeqLM` on a `TransformerBackbone`
-        (this model, or a copy of it when it is a plain `Transformer`), with
-        a preprocessor of the two tokenizers and the decoding settings
-        (all four, `max_output_length` included, are the task's settings;
-        `generate` gives `translate`'s translations). Needs keras-hub."""
+        """This translator as keras-hub's task: `self.task` (compiled with the
+        default sampler if it was not), a `keras_attention.hub.TransformerSeq2SeqLM`
+        whose backbone is this model, preprocessor these tokenizers and
+        settings these (`generate` gives `translate`'s translations). When the
+        model is a plain `Transformer` rather than a `TransformerBackbone`
+        (keras-hub saves and loads only the latter), a new task on a
+        `TransformerBackbone` copy of it, with the same preprocessor and
+        settings."""
         return exports.as_keras_hub_task(self)
 
     @classmethod
     def from_keras_hub_task(cls, task, metadata=None, jit_compile=True):
         """The translator of a keras-hub task, `keras_attention.hub.TransformerSeq2SeqLM`
         (e.g. `keras_hub.models.Seq2SeqLM.from_preset(...)`, fine-tuned with
-        keras-hub): its backbone, its preprocessor's two tokenizers and its
-        decoding settings. The inverse of `as_keras_hub_task`."""
+        keras-hub): a translator that holds `task` itself (no copy), so its
+        backbone, its preprocessor's two tokenizers and its decoding settings
+        are the translator's. The inverse of `as_keras_hub_task`."""
         return exports.from_keras_hub_task(cls, task, metadata, jit_compile)
 
     def __repr__(self):

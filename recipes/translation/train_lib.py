@@ -23,10 +23,10 @@ A run directory holds:
 import contextlib
 import os
 import time
-import warnings
 
 import keras
 
+from keras_attention._deprecation import moved_names
 from keras_attention._io import atomic_write_text, read_json, write_json
 from keras_attention.data import save_tokenizers
 from keras_attention.training import (
@@ -313,12 +313,4 @@ _MOVED = {name: module for module, names in (
 ) for name in names}
 
 
-def __getattr__(name):
-    """A name that moved out of this module (`_MOVED`), with a warning."""
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(f"recipes.translation.train_lib.{name} moved to {module.__name__}.{name}; "
-                  f"import it from there (train_lib keeps it for one release only).",
-                  DeprecationWarning, stacklevel=2)
-    return getattr(module, name)
+__getattr__ = moved_names(__name__, _MOVED)

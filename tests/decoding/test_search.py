@@ -231,7 +231,7 @@ def test_n_best_lists(trained):
     assert to_numpy(greedy_tokens).shape == (5, 1, 7)
     with pytest.raises(ValueError, match="num_return_sequences`=5 must be at most"):
         beam_search(trained, src, 7, START, END, beam_size=4, num_return_sequences=5)
-    with pytest.raises(ValueError, match="received beam_size=1"):
+    with pytest.raises(ValueError, match="num_return_sequences`=2 must be at most the beam size 1"):
         search(trained, src, 7, START, END, beam_size=1, num_return_sequences=2)
 
 

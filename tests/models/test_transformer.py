@@ -1,8 +1,12 @@
+import importlib
+import re
+import warnings
+
 import keras
 import numpy as np
 import pytest
 
-from keras_attention.models import Transformer
+from keras_attention.models import Transformer, transformer
 from tests import references
 from tests.layer_test_case import assert_close, to_numpy
 
@@ -311,3 +315,26 @@ def test_the_graph_names_every_layer():
     names = [layer.name for layer in model.layers]
     assert "encoder_padding_mask" in names and "decoder_padding_mask" in names
     assert not [n for n in names if n.startswith(("not_equal", "where", "cast"))], names
+
+
+@pytest.mark.backend_independent  # plain Python (module attributes): the same on JAX
+@pytest.mark.parametrize("name, new_place", [
+    ("PACKING_KEYS", "keras_attention.models.passes"),
+    ("PaddingMask", "keras_attention.models.passes"),
+    ("quantizable_layer", "keras_attention.models.precision"),
+    ("quantize_quietly", "keras_attention.models.precision"),
+    ("quantization_of", "keras_attention.models.precision"),
+    ("with_dtype_policy", "keras_attention.models.precision"),
+])
+def test_moved_names_still_import_from_transformer_with_a_warning(name, new_place):
+    """The names that moved out of `transformer.py` keep working there for
+    one release: the same objects, with a DeprecationWarning naming the new
+    place; the module's own names (`PRESETS`) do not warn."""
+    with pytest.warns(DeprecationWarning, match=rf"moved to {re.escape(new_place)}\.{name};"):
+        old = getattr(transformer, name)
+    assert old is getattr(importlib.import_module(new_place), name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert transformer.PRESETS == Transformer.presets()
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
+        getattr(transformer, "no_such_name")

@@ -1,0 +1,69 @@
+"""The Transformer's precision: Keras' int8 (and other) quantization on the
+layers that have a kernel, the quantization mode a model holds, and a copy
+of a model under another dtype policy."""
+
+import warnings
+
+import keras
+
+
+def quantizable_layer(layer):
+    """Whether Keras' `quantize` has something to do on `layer`: the layers
+    with a kernel (every attention and feed-forward projection, the output
+    projection, the embeddings). The others (dropout, normalization,
+    position encodings, activations) have no `quantize`, and Keras warns
+    about each one."""
+    return isinstance(layer, (keras.layers.Dense, keras.layers.EinsumDense,
+                              keras.layers.Embedding))
+
+
+def quantize_quietly(model, mode=None, config=None, filters=None, **kwargs):
+    """`keras.Model.quantize` of `model` on `quantizable_layer`s (unless
+    `filters` says otherwise), without the warning Keras' quantizer raises
+    in its own NumPy conversion (`__array__ ... copy keyword`).
+
+    Refused while LoRA is enabled on any layer: Keras quantizes the frozen
+    kernel and drops the low-rank factors' contribution, so the tuned model
+    would translate as if never tuned (measured: garbage)."""
+    with_lora = [layer.path for layer in model._flatten_layers()  # the walk Model.quantize does
+                 if getattr(layer, "lora_enabled", False)]
+    if with_lora:
+        raise ValueError(
+            f"Cannot quantize a model with LoRA enabled (on {len(with_lora)} layers, e.g. "
+            f"{with_lora[0]!r}): quantizing would drop the LoRA update. Merge it first: save "
+            "the model (`Translator.save_to_preset`, or keras-hub's `save_to_preset`, which "
+            "write the merged weights), load it again, then quantize.")
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"__array__ implementation doesn't accept")
+        return keras.Model.quantize(model, mode, config=config,
+                                    filters=quantizable_layer if filters is None else filters,
+                                    **kwargs)
+
+
+def quantization_of(model):
+    """`None` for a float model, else the quantization mode of its quantized
+    layers (`"int8"`, ...): what Keras' `quantize` made of it."""
+    modes = {layer.quantization_mode for layer in model._flatten_layers(include_self=False)}
+    modes.discard(None)
+    return min(modes) if modes else None
+
+
+def with_dtype_policy(model, dtype_policy):
+    """A copy of the Transformer `model` under another dtype policy, with the
+    same weights (e.g. a model trained with mixed_bfloat16 served in float32
+    on CPUs without bfloat16 instructions). A quantized model keeps the
+    policy it was quantized under (its int8 layers' policies name it):
+    asking for another is refused."""
+    policy = keras.dtype_policies.get(dtype_policy)
+    mode = quantization_of(model)
+    if mode is not None and policy.name != model.dtype_policy.name:
+        raise ValueError(
+            f"The model is quantized ({mode}) under {model.dtype_policy.name}; it cannot be "
+            f"moved to {policy.name}. Load the float model under {policy.name!r}, then "
+            "quantize it.")
+    config = model.get_config()
+    if mode is None:  # a quantized model's config keeps its map of layer policies
+        config["dtype"] = policy
+    clone = model.__class__.from_config(config)
+    clone.set_weights(model.get_weights())
+    return clone
