@@ -18,7 +18,8 @@ and `lint`); later runs reuse it, and reinstall only when `setup.cfg` or
     python3 run.py lint [ARGS...]   `ruff check .` (ARGS go to ruff)
     python3 run.py playground [ARGS...]
                                     the attention playground web page for a trained
-                                    run (default --workdir runs/translation)
+                                    run (default --workdir runs/translation; without
+                                    one, the shipped preset tatoeba_en_es)
 """
 
 import hashlib
@@ -34,6 +35,8 @@ STAMP = VENV / ".keras_attention_installed"
 # The main job: train on the bundled corpus, score with sacreBLEU (recipes/translation).
 MAIN = [str(ROOT / "recipes" / "translation" / "train.py")]
 PLAYGROUND = [str(ROOT / "recipes" / "translation" / "playground.py")]
+# What `run.py playground` opens when there is no runs/translation yet.
+DEFAULT_PLAYGROUND_PRESET = "tatoeba_en_es"
 # Backend-agnostic parts of the package (keras.ops only), also tested on JAX.
 JAX_TESTS = ["tests/layers", "tests/models", "tests/decoding"]
 # On JAX, what differs by backend: the numerics, gradients, saving and
@@ -153,11 +156,25 @@ def main():
     if command == "lint":
         return run_lint(args)
     if command == "playground":
-        if not any(a == "--workdir" or a.startswith("--workdir=") or a in ("-h", "--help")
-                   for a in args):
-            args = ["--workdir", str(ROOT / "runs" / "translation"), *args]
+        args, note = playground_args(args)
+        if note:
+            print(note, flush=True)
         return _run([_python(), *PLAYGROUND, *args], env=_env())
     return _run([_python(), *MAIN, *args], env=_env())
+
+
+def playground_args(args, run=ROOT / "runs" / "translation"):
+    """`(argv for playground.py, a line to print or None)` of `run.py
+    playground ARGS`: the default run when ARGS name no model, or, before
+    anything was trained, the shipped English -> Spanish preset (said so)."""
+    if any(a in ("--workdir", "--preset", "-h", "--help")
+           or a.startswith(("--workdir=", "--preset=")) for a in args):
+        return list(args), None
+    if Path(run).is_dir():
+        return ["--workdir", str(run), *args], None
+    return (["--preset", DEFAULT_PLAYGROUND_PRESET, *args],
+            f"No trained run in {run}: opening the shipped English -> Spanish preset "
+            f"({DEFAULT_PLAYGROUND_PRESET}; --preset or --workdir pick another).")
 
 
 if __name__ == "__main__":

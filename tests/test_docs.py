@@ -42,8 +42,9 @@ RUN = "runs/translation"  # the documented run directory, replaced by the shared
 # named by a string that only it contains in its document.
 GROUPS = {
     ("README.md", "layers"): ["OutputProjection(8000)"],
+    ("README.md", "zoo"): ['Translator.from_preset("tatoeba_en_es")'],
     ("README.md", "translate"): ["num_return_sequences=3"],
-    ("README.md", "keras_hub"): ["keras_hub.models.Seq2SeqLM"],
+    ("README.md", "keras_hub"): ['task.compile(sampler="top_k")'],
     ("docs/layers.md", "cache"): ["initialize_self_attention_cache"],
     ("docs/layers.md", "packing"): ["pack_pairs(sources"],
     ("docs/decoding.md", "search"): ["Transformer.from_preset"],
@@ -161,6 +162,16 @@ def test_readme_layers_block_builds_and_trains():
     loss = float(model.train_on_batch([tokens, tokens], tokens))
     assert np.isfinite(loss) and abs(loss - np.log(8000)) < 1.0  # about log V at the start
     assert tuple(model.predict([tokens, tokens], verbose=0).shape) == (2, 6, 8000)
+
+
+def test_readme_shipped_presets_block(capsys):
+    """The README's shipped-presets block, as written: both translators load
+    by name and translate the articles' sentence into the other language."""
+    exec(_code("README.md", "zoo"), {})  # noqa: S102  (the README's own example)
+    names, spanish, english, generated = capsys.readouterr().out.strip().splitlines()
+    assert names == "['tatoeba_en_es', 'tatoeba_es_en']"
+    assert "libro rojo" in spanish and "red book" in english
+    assert generated == spanish  # keras-hub's generate: the Translator's translation
 
 
 def test_layers_cache_block_matches_the_full_pass():
@@ -467,8 +478,12 @@ def _check_run_py(argv):
     assert command in ("main", "test", "lint", "playground"), command
     if command == "main":
         _parse("recipes/translation/train.py", args)
-    elif command == "playground":
-        _parse("recipes/translation/playground.py", ["--workdir", RUN, *args])
+    elif command == "playground":  # run.py's own defaults first (playground_args)
+        spec = importlib.util.spec_from_file_location("run_py", os.path.join(ROOT, "run.py"))
+        run_py = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(run_py)
+        _parse("recipes/translation/playground.py",
+               run_py.playground_args(args, run=os.path.join(ROOT, RUN))[0])
     elif command == "test":
         assert '"--quick" in args' in RUN_PY
         rest = [a for a in args if a != "--quick"]

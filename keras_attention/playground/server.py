@@ -29,6 +29,26 @@ from keras_attention.playground.analysis import (
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 MAX_BODY_BYTES = 64 * 1024
 EXAMPLE = "The red book is on the table."
+# Sentences the page offers to try, by the model's source language (the
+# first is the one it starts with): the articles' ("dejé" attends to "I
+# left", "rojo" to "red") and what the bundled corpus's grammar can say.
+EXAMPLES = {
+    "en": [EXAMPLE, "I left the red book at the library.", "Where is the train station?",
+           "We will eat three green apples tomorrow."],
+    "es": ["El libro rojo está sobre la mesa.", "Dejé el libro rojo en la biblioteca.",
+           "¿Dónde está la estación de tren?", "Mañana comeremos tres manzanas verdes."],
+}
+
+
+def source_language(translator):
+    """The model's source language code, as its metadata records it (a
+    shipped preset's `zoo.languages`, a run's `config.source_lang`), or
+    "en" (the bundled corpus's)."""
+    metadata = translator.metadata
+    languages = (metadata.get("zoo") or {}).get("languages")
+    if languages:
+        return languages[0]
+    return (metadata.get("config") or {}).get("source_lang") or "en"
 # Seconds a connection may stay silent before the server closes it.
 CONNECTION_TIMEOUT = 30
 # Seconds a client has to send a whole request (request line, headers and
@@ -57,7 +77,10 @@ class PlaygroundServer:
         host: the address to bind; loopback by default (the page is for
             this machine; bind "0.0.0.0" only on a trusted network).
         port: the TCP port; 0 picks a free one (see `url`).
-        example: the sentence the page starts with.
+        example: the sentence the page starts with (default: the first of
+            `examples`).
+        examples: sentences the page offers to try (default: `EXAMPLES` of
+            the model's source language, `source_language`).
         log: a function given one line per API request (None: quiet).
         timeout: seconds a connection may stay silent (headers or body
             half sent, an idle keep-alive) before the server closes it: a
@@ -76,13 +99,18 @@ class PlaygroundServer:
     >>> server.shutdown()
     """
 
-    def __init__(self, translator, host="127.0.0.1", port=8000, example=EXAMPLE, log=None,
-                 timeout=CONNECTION_TIMEOUT, deadline=REQUEST_DEADLINE, name=None):
+    def __init__(self, translator, host="127.0.0.1", port=8000, example=None, log=None,
+                 timeout=CONNECTION_TIMEOUT, deadline=REQUEST_DEADLINE, name=None,
+                 examples=None):
         self.translator = translator
+        if examples is None:
+            examples = EXAMPLES.get(source_language(translator), EXAMPLES["en"])
+        examples = [str(e) for e in examples]
         self.info = {"model": model_info(translator.model, name),
                      "beam_size": translator.beam_size,
                      "max_beam_size": MAX_BEAM_SIZE, "max_text_length": MAX_TEXT_LENGTH,
-                     "example": example}
+                     "example": example or (examples[0] if examples else EXAMPLE),
+                     "examples": examples}
         self.log = log
         self._model_lock = threading.Lock()
         # The files the server may send: a fixed list, so no request path

@@ -12,6 +12,7 @@ and a softmax sandbox. Everything is served from this machine (no network).
 
 Examples:
   python recipes/translation/playground.py --workdir runs/translation
+  python3 run.py playground --preset tatoeba_en_es    # a translator shipped with the package
   python3 run.py playground --workdir runs/translation --port 8080
   curl -s localhost:8000/api/translate -H 'Content-Type: application/json' \\
       -d '{"text": "The red book is on the table.", "beam_size": 4}'
@@ -57,8 +58,12 @@ def main(argv=None):
         prog="playground.py", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--workdir", required=True,
-                        help="a run directory of train.py (or a preset directory)")
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--workdir",
+                       help="a run directory of train.py (or a preset directory)")
+    model.add_argument("--preset",
+                       help="the name of a translator shipped with the package "
+                       "(tatoeba_en_es: English -> Spanish, tatoeba_es_en: Spanish -> English)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1, this machine only; "
                         "0.0.0.0 serves every network the machine is on)")
@@ -70,7 +75,7 @@ def main(argv=None):
     overrides = decoding_overrides(parser, args)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 
-    if not os.path.isdir(args.workdir):
+    if args.workdir is not None and not os.path.isdir(args.workdir):
         parser.exit(2, f"error: {args.workdir} does not exist. {TRAIN_HINT}\n")
 
     from recipes._startup import import_tensorflow, quiet_first_run
@@ -84,12 +89,16 @@ def main(argv=None):
     try:
         # The plain graph, not XLA: a visitor may pick any beam size and length,
         # and XLA would stop for a compilation (seconds) at each new one.
-        translator = Translator.from_preset(args.workdir, jit_compile=False)
+        if args.preset is not None and args.preset not in Translator.presets:
+            parser.exit(2, f"error: no shipped preset is called {args.preset!r}; there are "
+                        f"{', '.join(sorted(Translator.presets))}.\n")
+        translator = Translator.from_preset(args.workdir or args.preset, jit_compile=False)
         translator = translator.with_settings(**overrides)
     except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e} {TRAIN_HINT}\n")
     try:
-        server = PlaygroundServer(translator, args.host, args.port, name=run_name(args.workdir),
+        server = PlaygroundServer(translator, args.host, args.port,
+                                  name=args.preset or run_name(args.workdir),
                                   log=None if args.quiet else lambda line: print(line, flush=True))
     except OSError as e:
         parser.exit(2, f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}. "

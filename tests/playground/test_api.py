@@ -17,8 +17,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_attention import Translator
 from keras_attention.data.tokenizers import tokenize_with_end
-from keras_attention.playground import MAX_BEAM_SIZE, MAX_TEXT_LENGTH, analyze, attention_html
+from keras_attention.playground import (
+    MAX_BEAM_SIZE,
+    MAX_TEXT_LENGTH,
+    PlaygroundServer,
+    analyze,
+    attention_html,
+)
+from keras_attention.playground.server import EXAMPLES, source_language
 from tests.helpers import SENTENCES, run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -58,6 +66,22 @@ def test_info(playground_url, playground_translator):
     # A name a person gave it (not Keras' `transformer_1`), and its size.
     assert info["model"]["name"] == "Transformer"
     assert info["model"]["parameters"] == model.count_params()
+    # Sentences to try in the model's source language (English for this run),
+    # the articles' among them; the page starts with the first.
+    assert info["examples"] == EXAMPLES["en"] and info["example"] == EXAMPLES["en"][0]
+    assert "I left the red book at the library." in info["examples"]
+
+
+def test_examples_follow_the_models_source_language(playground_translator):
+    spanish = Translator.from_keras_hub_task(playground_translator.task,
+                                             metadata={"zoo": {"languages": ["es", "en"]}})
+    assert source_language(spanish) == "es"
+    server = PlaygroundServer(spanish, port=0)
+    try:
+        assert server.info["examples"] == EXAMPLES["es"]
+        assert server.info["example"] == "El libro rojo está sobre la mesa."
+    finally:
+        server.shutdown()
 
 
 def _softmax_rows(dot_products, scale, mask):

@@ -187,6 +187,12 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     record_property("page_load_seconds", round(load_seconds, 3))
     print(f"page load (navigation -> head view drawn): {load_seconds:.2f} s")
     assert driver.find_element(By.ID, "text").get_attribute("value") == info["example"]
+    # The sentences to try: one button each; a click translates it.
+    buttons = driver.find_elements(By.CSS_SELECTOR, "#examples button.example")
+    assert [b.text for b in buttons] == info["examples"]
+    buttons[1].click()
+    _wait_for_response(driver, info["examples"][1], "translate")
+    assert driver.find_element(By.ID, "text").get_attribute("value") == info["examples"][1]
     beam = driver.find_element(By.ID, "beam-size")
     assert beam.get_attribute("max") == str(info["max_beam_size"])
     assert "keras_attention playground" in driver.find_element(By.TAG_NAME, "h1").text

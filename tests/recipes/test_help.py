@@ -99,3 +99,23 @@ def test_a_finished_run_says_what_to_do_next(parsers):
     assert "Translator.from_preset('runs/translation')" in text
     (command,) = re.findall(r"python3 run.py playground (.*?)  ", text)
     assert parsers["playground"].parse_args(command.split()).workdir == "runs/translation"
+
+
+def test_run_py_playground_opens_the_shipped_preset_before_any_training(parsers, tmp_path):
+    """`python3 run.py playground` with no runs/translation opens the English ->
+    Spanish preset (and says so); a trained run, or a named model, wins."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_py", os.path.join(ROOT, "run.py"))
+    run_py = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_py)
+    missing = tmp_path / "runs" / "translation"
+    args, note = run_py.playground_args(["--port", "0"], run=missing)
+    assert args == ["--preset", "tatoeba_en_es", "--port", "0"]
+    assert "No trained run" in note and "tatoeba_en_es" in note
+    parsed = parsers["playground"].parse_args(args)
+    assert (parsed.preset, parsed.workdir) == ("tatoeba_en_es", None)
+    missing.mkdir(parents=True)
+    assert run_py.playground_args([], run=missing) == (["--workdir", str(missing)], None)
+    assert run_py.playground_args(["--preset", "tatoeba_es_en"], run=missing)[0] == [
+        "--preset", "tatoeba_es_en"]

@@ -1045,11 +1045,31 @@
       }
       var text = $("text");
       if (!text.value && typeof info.example === "string") text.value = info.example;
+      renderExamples(Array.isArray(info.examples) ? info.examples : []);
       setStatus("Ready. Type a sentence and press Enter.");
       return info;
     }, function (error) {
       setStatus("Error: could not load api/info: " + error.message, "error");
       throw error;
+    });
+  }
+
+  // A few sentences to try, one click each (the server picks them for the
+  // model's source language).
+  function renderExamples(examples) {
+    var box = clear($("examples"));
+    var shown = examples.filter(function (e) { return typeof e === "string" && e; });
+    box.hidden = !shown.length;
+    if (!shown.length) return;
+    box.appendChild(h("span", { class: "muted", text: "Try: " }));
+    shown.forEach(function (example) {
+      var button = h("button", { type: "button", class: "example", text: example });
+      button.addEventListener("click", function () {
+        $("text").value = example;
+        $("target").value = "";
+        translate();
+      });
+      box.appendChild(button);
     });
   }
 

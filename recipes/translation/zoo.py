@@ -1,0 +1,419 @@
+#!/usr/bin/env python3
+"""Build the presets the package ships (`keras_attention/presets/`), in two steps
+around the training recipe:
+
+  split    a parallel TSV -> train/validation/test TSVs where no test or
+           validation pair shares a sentence, on either side, with a
+           training pair (decontaminated: sentences are compared after
+           Unicode NFC, case folding and whitespace collapsing), nor a test
+           pair with a validation pair;
+  package  a run of train.py -> a compact preset folder: the weights stored
+           in float16 (or int8), its metadata (test BLEU/chrF with the
+           sacreBLEU signature, the training command) and a model card.
+
+How the shipped en-es and es-en presets were made (the commands and curves:
+benchmarks/results/*-zoo-*.json):
+
+  python recipes/translation/zoo.py split spa-eng/spa.txt --output-dir zoo-data
+  python recipes/translation/train.py --train-files zoo-data/train.tsv \\
+      --validation-files zoo-data/validation.tsv --test-files zoo-data/test.tsv \\
+      --source-lang en --target-lang es --time-budget 60 --workdir runs/en-es
+  python recipes/translation/zoo.py package runs/en-es \\
+      --name tatoeba_en_es --output-dir keras_attention/presets
+"""
+
+import argparse
+import collections
+import json
+import os
+import platform
+import random
+import re
+import shutil
+import sys
+import time
+import unicodedata
+
+if not __package__:  # run as a file, not with `python -m recipes.translation.zoo`
+    import _repo_root  # noqa: F401  (puts the repository root on sys.path)
+
+
+def sentence_key(text):
+    """What makes two sentences "the same" for decontamination: Unicode NFC,
+    case folding, runs of whitespace as one space, no outer whitespace."""
+    return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text)).strip().casefold()
+
+
+def read_tsv_pairs(path, columns=(0, 1)):
+    """`[(source, target)]` of a TSV file (Tatoeba/Anki's `spa.txt`: English,
+    Spanish and an optional attribution column); blank sides are skipped."""
+    pairs = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) <= max(columns):
+                raise ValueError(f"{path}:{number} has {len(fields)} tab-separated columns; "
+                                 f"expected at least {max(columns) + 1}.")
+            source, target = (fields[c].strip() for c in columns)
+            if source and target:
+                pairs.append((source, target))
+    return pairs
+
+
+def components(pairs):
+    """Each pair's group: pairs that share a sentence (either side, by
+    `sentence_key`), directly or through other pairs, are one group."""
+    parent = {}
+
+    def find(node):
+        parent.setdefault(node, node)
+        while parent[node] != node:
+            parent[node] = parent[parent[node]]
+            node = parent[node]
+        return node
+
+    for source, target in pairs:
+        a, b = find(("source", sentence_key(source))), find(("target", sentence_key(target)))
+        if a != b:
+            parent[a] = b
+    return [find(("source", sentence_key(source))) for source, _ in pairs]
+
+
+def decontaminated_split(pairs, validation_pairs, test_pairs, seed=0):
+    """`(train, validation, test)` lists of pairs: whole groups (`components`)
+    go to one split each, the test and validation groups drawn at random
+    (`seed`) until each holds at least its number of pairs."""
+    groups = collections.defaultdict(list)
+    for index, group in enumerate(components(pairs)):
+        groups[group].append(index)
+    order = sorted(groups.values())  # deterministic before the seeded shuffle
+    random.Random(seed).shuffle(order)
+    splits = {"test": [], "validation": [], "train": []}
+    wanted = (("test", test_pairs), ("validation", validation_pairs))
+    for members in order:
+        name = next((n for n, size in wanted if len(splits[n]) < size), "train")
+        splits[name] += members
+    return tuple([pairs[i] for i in sorted(splits[name])]
+                 for name in ("train", "validation", "test"))
+
+
+def check_decontaminated(train, validation, test):
+    """A ValueError naming a sentence that two splits share (either side)."""
+    seen = {}
+    for name, split in (("train", train), ("validation", validation), ("test", test)):
+        for side in (0, 1):
+            for pair in split:
+                key = (side, sentence_key(pair[side]))
+                if seen.setdefault(key, name) != name:
+                    raise ValueError(f"{pair[side]!r} is in both the {seen[key]} and the "
+                                     f"{name} split.")
+
+
+def write_tsv(path, pairs):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        for source, target in pairs:
+            f.write(f"{source}\t{target}\n")
+    os.replace(tmp, path)
+
+
+def split_command(args):
+    pairs = read_tsv_pairs(args.tsv)
+    train, validation, test = decontaminated_split(pairs, args.validation_pairs, args.test_pairs,
+                                                   args.seed)
+    check_decontaminated(train, validation, test)
+    os.makedirs(args.output_dir, exist_ok=True)
+    for name, split in (("train", train), ("validation", validation), ("test", test)):
+        write_tsv(os.path.join(args.output_dir, f"{name}.tsv"), split)
+    print(f"{len(pairs):,} pairs -> train {len(train):,}, validation {len(validation):,}, "
+          f"test {len(test):,} (no sentence shared between splits) in {args.output_dir}")
+
+
+# -- package -------------------------------------------------------------------------
+
+WEIGHTS_FILE = "model.weights.h5"
+LICENCE = ("Weights: CC-BY 2.0 FR, as their training data (Tatoeba sentences, by the "
+           "Tatoeba contributors, https://tatoeba.org; English-Spanish pairs from "
+           "manythings.org's Anki files). Code: the package's licence.")
+
+
+def float16_weights(path):
+    """Rewrites the Keras weights file `path` with every float32 array stored
+    as float16 (half the bytes; loading casts them back to the variables'
+    float32). A new file replaces the old one, whole."""
+    import h5py
+    import numpy as np
+
+    tmp = path + ".float16"
+
+    def copy(source, target):
+        target.attrs.update(source.attrs)
+        for name, item in source.items():
+            if isinstance(item, h5py.Group):
+                copy(item, target.create_group(name))
+            else:
+                data = item[()]
+                if getattr(data, "dtype", None) == np.float32:
+                    data = data.astype(np.float16)
+                target.create_dataset(name, data=data)
+                target[name].attrs.update(item.attrs)
+
+    with h5py.File(path, "r") as source, h5py.File(tmp, "w") as target:
+        copy(source, target)
+    os.replace(tmp, path)
+
+
+def folder_bytes(folder):
+    return sum(os.path.getsize(os.path.join(root, name))
+               for root, _, names in os.walk(folder) for name in names)
+
+
+def score(translator, pairs, batch_size=64):
+    """Test BLEU and chrF (sacreBLEU, with signatures) of `translator` on
+    `pairs`, and its decoding speed."""
+    from keras_attention.evaluation import corpus_bleu, corpus_chrf
+
+    sources, references = [p[0] for p in pairs], [p[1] for p in pairs]
+    translator.translate(sources[:batch_size], verbose=0)  # compiled before the clock starts
+    start = time.perf_counter()
+    result = translator.search(sources, batch_size=batch_size, verbose=0)
+    seconds = time.perf_counter() - start
+    bleu, chrf = corpus_bleu(result.texts, references), corpus_chrf(result.texts, references)
+    return {"bleu": round(bleu.score, 2), "bleu_signature": bleu.signature,
+            "chrf": round(chrf.score, 2), "chrf_signature": chrf.signature,
+            "sentences": len(pairs), "seconds": round(seconds, 1),
+            "sentences_per_second": round(len(pairs) / seconds, 1),
+            "target_tokens_per_second": round(sum(len(i) for i in result.ids) / seconds, 1)}
+
+
+def machine():
+    """The processor, its vector instruction sets and cores, in words."""
+    lines = []
+    if os.path.exists("/proc/cpuinfo"):
+        with open("/proc/cpuinfo") as f:
+            lines = f.read().splitlines()
+    flags = next((line for line in lines if line.startswith("flags")), "")
+    name = next((line.split(":", 1)[1].strip() for line in lines
+                 if line.startswith("model name")), platform.processor() or platform.machine())
+    isa = [i for i in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f" {i}" in flags]
+    return f"{name} ({', '.join(isa) or 'no AVX2'}), {os.cpu_count()} cores"
+
+
+MODEL_CARD = """\
+---
+license: cc-by-2.0
+language: [{source}, {target}]
+library_name: keras-hub
+pipeline_tag: translation
+tags: [keras, keras-hub, keras_attention, translation, transformer, tatoeba]
+---
+
+# {name}: {source_name} → {target_name}, a small Transformer trained on Tatoeba
+
+{description}
+
+```python
+from keras_attention import Translator
+
+translator = Translator.from_preset("{name}")  # shipped with the package: offline
+translator.translate([{example!r}])
+# {example_translation!r}
+```
+
+keras-hub's own classes load the folder (`keras_attention.presets.preset_path("{name}")`):
+`keras_hub.models.Seq2SeqLM.from_preset(path)` gives the task (`generate`), and
+`keras_attention.hub.TransformerSeq2SeqLM.from_preset("{name}")` takes the name.
+
+## Model
+
+An encoder-decoder Transformer ("Attention Is All You Need"): {layers} encoder and
+{layers} decoder layers, d_model {d_model}, {heads} heads, feed-forward {ff}, post-norm,
+sinusoidal positions, WordPiece vocabularies of {source_vocabulary:,} ({source}) and
+{target_vocabulary:,} ({target}) tokens, at most {max_length} tokens a sentence.
+{parameters:,} parameters, stored in {weights} ({size_mb} MB on disk); they compute in
+float32 (or `Translator.from_preset("{name}", dtype="mixed_bfloat16")` on processors with
+bfloat16). Decoding: beam search, {beam_size} beams, GNMT length penalty {length_penalty}.
+
+## Data and licence
+
+Trained on the English-Spanish sentence pairs of [Tatoeba](https://tatoeba.org) (as
+collected in manythings.org's Anki files, `spa.txt`, 118,964 pairs), which are
+licensed CC-BY 2.0 FR by the Tatoeba contributors; so are these weights.
+
+The pairs were split with `recipes/translation/zoo.py split` so that no validation or
+test pair shares a sentence, on either side (after case folding and whitespace
+normalisation), with any training pair: {train_pairs:,} training, {validation_pairs:,}
+validation and {test_pairs:,} test pairs.
+
+## Training
+
+{training}
+
+```bash
+{command}
+```
+
+## Evaluation
+
+On the {test_pairs:,} decontaminated held-out pairs (one reference each), this
+preset as shipped ({weights} weights), on {machine}:
+
+| | BLEU | chrF | sentences/s |
+| --- | --- | --- | --- |
+| float32 compute | {bleu} | {chrf} | {speed} |
+{extra_rows}
+BLEU signature: `{bleu_signature}`; chrF: `{chrf_signature}`.
+With float32 weights the same model scored {bleu_float32} BLEU: storing them in {weights}
+changed BLEU by {bleu_delta:+.2f}.
+
+{published}
+
+## Limits
+
+- Short, everyday sentences, as Tatoeba's are (mostly under 15 words); long or
+  technical text, names and rare words fare badly (they split into many subwords the
+  model has seen little).
+- Tatoeba's register: conversational, with its recurring names ("Tom", "Mary").
+- No knowledge of context beyond one sentence; no casing or punctuation repair.
+- A small model from an hour of CPU training: it makes grammatical errors a large
+  model would not, and it translates nonsense confidently.
+"""
+
+
+def package_command(args):
+    import keras
+
+    from keras_attention.translation import Translator
+
+    test = read_tsv_pairs(args.test_tsv, tuple(args.tsv_columns))
+    output = os.path.join(args.output_dir, args.name)
+    if os.path.exists(output) and not args.overwrite:
+        raise FileExistsError(f"{output} exists; pass --overwrite to replace it.")
+    keras.config.set_dtype_policy("float32")
+    reference = Translator.from_preset(args.run_dir, dtype="float32")
+    staging = os.path.join(args.output_dir, f".{args.name}.packaging")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        reference.save_to_preset(staging)
+        if args.weights == "float16":
+            float16_weights(os.path.join(staging, WEIGHTS_FILE))
+        print("Scoring the float32 weights ...", flush=True)
+        float32_scores = score(reference, test)
+        shipped = Translator.from_preset(staging, dtype="float32")
+        print(f"Scoring the {args.weights} weights ...", flush=True)
+        scores = score(shipped, test)
+        rows = {}
+        for policy in args.also_policies:
+            print(f"Scoring the {args.weights} weights under {policy} ...", flush=True)
+            rows[policy] = score(Translator.from_preset(staging, dtype=policy), test)
+        config = shipped.model.get_config()
+        zoo = {
+            "description": args.description,
+            "languages": [args.source, args.target],
+            "parameters": shipped.model.count_params(),
+            "weights": args.weights,
+            "license": "CC-BY 2.0 FR",
+            "licence_details": LICENCE,
+            "test": {**scores, "test_set": args.test_set_description},
+            "test_by_dtype_policy": rows,
+            "test_with_float32_weights": float32_scores,
+            "training_command": args.command,
+            "training": args.training,
+            "machine": machine(),
+        }
+        metadata_file = os.path.join(staging, "metadata.json")
+        metadata = json.load(open(metadata_file, encoding="utf-8"))
+        metadata["zoo"] = zoo
+        with open(metadata_file, "w", encoding="utf-8") as f:
+            json.dump(metadata, f, indent=2)
+        example = args.example
+        extra_rows = "".join(f"| {p} compute | {r['bleu']} | {r['chrf']} | "
+                             f"{r['sentences_per_second']} |\n" for p, r in rows.items())
+        card = MODEL_CARD.format(
+            name=args.name, source=args.source, target=args.target,
+            source_name=args.source_name, target_name=args.target_name,
+            description=args.description, example=example,
+            example_translation=shipped.translate([example], verbose=0)[0],
+            layers=config["num_encoder_layers"], d_model=config["d_model"],
+            heads=config["num_heads"], ff=config["intermediate_dim"],
+            source_vocabulary=config["encoder_vocabulary_size"],
+            target_vocabulary=config["decoder_vocabulary_size"],
+            max_length=config["max_length"], parameters=zoo["parameters"],
+            weights=args.weights, size_mb="{size_mb}", beam_size=shipped.beam_size,
+            length_penalty=shipped.length_penalty, train_pairs=args.train_pairs,
+            validation_pairs=args.validation_pairs, test_pairs=len(test),
+            training=args.training, command=args.command, machine=zoo["machine"],
+            bleu=scores["bleu"], chrf=scores["chrf"], speed=scores["sentences_per_second"],
+            extra_rows=extra_rows, bleu_signature=scores["bleu_signature"],
+            chrf_signature=scores["chrf_signature"], bleu_float32=float32_scores["bleu"],
+            bleu_delta=scores["bleu"] - float32_scores["bleu"], published=args.published)
+        readme = os.path.join(staging, "README.md")
+        with open(readme, "w", encoding="utf-8") as f:
+            f.write(card)
+        # The size, README included, goes into the metadata and the card last.
+        size_mb = round(folder_bytes(staging) / 1e6, 1)
+        zoo["size_mb"] = size_mb
+        with open(metadata_file, "w", encoding="utf-8") as f:
+            json.dump(metadata, f, indent=2)
+        with open(readme, "w", encoding="utf-8") as f:
+            f.write(card.replace("{size_mb}", str(size_mb)))
+        if os.path.exists(output):
+            shutil.rmtree(output)
+        os.replace(staging, output)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    print(json.dumps(zoo, indent=2))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="zoo.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    split = commands.add_parser("split", help="a decontaminated train/validation/test split",
+                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    split.add_argument("tsv", help="a parallel TSV file (source, target[, attribution])")
+    split.add_argument("--output-dir", required=True,
+                       help="where train.tsv, validation.tsv and test.tsv are written")
+    split.add_argument("--validation-pairs", type=int, default=1500,
+                       help="at least this many validation pairs")
+    split.add_argument("--test-pairs", type=int, default=3000, help="at least this many test pairs")
+    split.add_argument("--seed", type=int, default=0, help="which groups are held out")
+    split.set_defaults(run=split_command)
+    package = commands.add_parser("package", help="a run of train.py -> a shipped preset",
+                                  formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    package.add_argument("run_dir", metavar="RUN", help="the run directory of train.py")
+    package.add_argument("--name", required=True, help="the preset's name (its folder)")
+    package.add_argument("--output-dir", default="keras_attention/presets",
+                         help="where the preset folder is written")
+    package.add_argument("--overwrite", action="store_true", help="replace an existing preset")
+    package.add_argument("--test-tsv", required=True, help="the held-out test pairs (TSV)")
+    package.add_argument("--tsv-columns", type=int, nargs=2, default=(0, 1),
+                         metavar=("SRC", "TGT"), help="source and target columns of --test-tsv")
+    package.add_argument("--weights", choices=("float16", "float32"), default="float16",
+                         help="how the weights are stored")
+    package.add_argument("--also-policies", nargs="*", default=["mixed_bfloat16"],
+                         help="dtype policies scored besides float32")
+    package.add_argument("--source", required=True, help="source language code (en)")
+    package.add_argument("--target", required=True, help="target language code (es)")
+    package.add_argument("--source-name", required=True, help="source language (English)")
+    package.add_argument("--target-name", required=True, help="target language (Spanish)")
+    package.add_argument("--description", required=True, help="one sentence for the card")
+    package.add_argument("--example", required=True, help="a sentence the card translates")
+    package.add_argument("--command", required=True, help="the train.py command, as run")
+    package.add_argument("--training", required=True,
+                         help="how it trained: machine, minutes, steps, validation BLEU")
+    package.add_argument("--train-pairs", type=int, required=True, help="training pairs")
+    package.add_argument("--validation-pairs", type=int, required=True,
+                         help="validation pairs")
+    package.add_argument("--published", default="",
+                         help="a published figure to set beside this one, for scale (the card "
+                         "says whether it was measured on the same test set)")
+    package.add_argument("--test-set-description", required=True,
+                         help="what the test set is, for the metadata")
+    package.set_defaults(run=package_command)
+    args = parser.parse_args(argv)
+    args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""The translators shipped with the package (`keras_attention/presets/`):
+listed by name with their metadata, installed with the wheel, at most 25 MB
+each, loaded by name through every front door (`Translator`, our keras-hub
+classes; keras-hub's own base classes by folder), translating real
+English and Spanish in float32 and bfloat16; and `recipes/translation/zoo.py`,
+which made them (a decontaminated split, float16 weights)."""
+
+import configparser
+import glob
+import os
+import pathlib
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention import Translator
+from keras_attention.presets import DIRECTORY, builtin_presets, preset_path
+from recipes.translation import zoo
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NAMES = ("tatoeba_en_es", "tatoeba_es_en")
+MAX_PRESET_BYTES = 25 * 10**6
+# Sentences of the kind the presets were trained on, with words any sane
+# translation has (checked case-insensitively).
+EXAMPLES = {
+    "tatoeba_en_es": [("Thank you very much.", "gracias"), ("I have a dog.", "perro"),
+                      ("Where is the train station?", "estación")],
+    "tatoeba_es_en": [("Muchas gracias.", "thank"), ("Tengo un perro.", "dog"),
+                      ("¿Dónde está la estación de tren?", "station")],
+}
+
+
+def test_the_presets_are_listed_with_their_metadata():
+    presets = Translator.presets
+    assert presets == builtin_presets() and set(NAMES) <= set(presets)
+    for name in NAMES:
+        info = presets[name]
+        assert info["path"] == preset_path(name) == os.path.join(DIRECTORY, name)
+        assert info["languages"] == name.split("_")[1:]
+        assert info["license"] == "CC-BY 2.0 FR" and "Tatoeba" in info["licence_details"]
+        test = info["test"]
+        assert test["bleu_signature"].startswith("nrefs:1|") and "nc:6" in test["chrf_signature"]
+        assert 20 < test["bleu"] < 100 and 40 < test["chrf"] < 100
+        # float16 storage cost at most 0.3 BLEU against the float32 weights
+        assert abs(test["bleu"] - info["test_with_float32_weights"]["bleu"]) <= 0.3
+        assert info["parameters"] > 1_000_000 and info["weights"] == "float16"
+        assert info["size_mb"] * 1e6 <= MAX_PRESET_BYTES
+        assert os.path.isfile(os.path.join(info["path"], "README.md"))
+    presets[NAMES[0]]["path"] = "changed"  # a copy: the registry is unchanged
+    assert Translator.presets[NAMES[0]]["path"] == preset_path(NAMES[0])
+
+
+def test_every_preset_file_is_package_data_and_fits_25_mb():
+    """setup.cfg's package_data patterns (setuptools' glob) take every file of
+    every preset folder into the wheel, and no folder is over 25 MB."""
+    config = configparser.ConfigParser()
+    config.read(ROOT / "setup.cfg")
+    patterns = [p.strip() for p in config["options.package_data"]["keras_attention.presets"]
+                .split(",")]
+    packaged = {os.path.normpath(path) for pattern in patterns
+                for path in glob.glob(os.path.join(DIRECTORY, pattern))}
+    for name in NAMES:
+        folder = os.path.join(DIRECTORY, name)
+        files = {os.path.normpath(os.path.join(root, f))
+                 for root, _, names in os.walk(folder) for f in names}
+        assert files and files <= packaged, sorted(files - packaged)
+        assert sum(os.path.getsize(f) for f in files) <= MAX_PRESET_BYTES
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_preset_translates_real_sentences_in_float32_and_bfloat16(name):
+    sources = [source for source, _ in EXAMPLES[name]]
+    translations = {}
+    for policy in ("float32", "mixed_bfloat16"):
+        translator = Translator.from_preset(name, dtype=policy, jit_compile=False)
+        assert translator.model.dtype_policy.name == policy
+        translations[policy] = translator.translate(sources + [""])
+        for (source, word), translation in zip(EXAMPLES[name], translations[policy]):
+            assert word in translation.lower(), (policy, source, translation)
+        assert translations[policy][-1] == ""  # empty in, empty out
+    # The weights are float16 on disk and float32 in the model (the policy's
+    # variable dtype), whatever the compute dtype.
+    assert all(w.dtype == np.float32 for w in translator.model.get_weights())
+
+
+def test_our_keras_hub_classes_take_the_name_and_keras_hubs_own_take_the_folder():
+    import keras_hub
+
+    from keras_attention.hub import TransformerBackbone, TransformerSeq2SeqLM
+
+    name = NAMES[0]
+    sentence = [EXAMPLES[name][0][0]]
+    expected = Translator.from_preset(name, dtype="float32", jit_compile=False).translate(
+        sentence)
+    task = TransformerSeq2SeqLM.from_preset(name, dtype="float32")
+    assert set(NAMES) <= set(TransformerSeq2SeqLM.presets)
+    assert task.generate(sentence) == expected
+    hub_task = keras_hub.models.Seq2SeqLM.from_preset(preset_path(name), dtype="float32")
+    assert isinstance(hub_task, TransformerSeq2SeqLM)
+    assert hub_task.generate(sentence) == expected
+    backbone = TransformerBackbone.from_preset(name)
+    assert backbone.count_params() == Translator.presets[name]["parameters"]
+    # An architecture name still builds an untrained model.
+    tiny = TransformerBackbone.from_preset("tiny", encoder_vocabulary_size=10,
+                                           decoder_vocabulary_size=10)
+    assert tiny.d_model == 32
+
+
+def test_an_unknown_name_lists_the_shipped_presets():
+    with pytest.raises(FileNotFoundError, match="shipped preset .*tatoeba_en_es"):
+        Translator.from_preset("tatoeba_en_xx")
+
+
+# -- recipes/translation/zoo.py --------------------------------------------------------
+
+
+def test_the_split_shares_no_sentence_between_splits_on_either_side():
+    """Pairs linked by a shared sentence (on either side, case and spaces
+    aside), directly or through other pairs, land in one split."""
+    pairs = [("Go.", "Ve."), ("Go!", "Ve."), ("go! ", "Vete."), ("Run.", "Corre."),
+             ("Hi.", "Hola."), ("Hello.", "hola."), ("Stop.", "Para."), ("Wait.", "Espera."),
+             ("Stay.", "Quédate."), ("Eat.", "Come."), ("Sit.", "Siéntate."),
+             ("Look.", "Mira.")]
+    groups = zoo.components(pairs)
+    assert groups[0] == groups[1] == groups[2] and groups[4] == groups[5]
+    assert len(set(groups)) == 9
+    for seed in range(5):
+        train, validation, test = zoo.decontaminated_split(pairs, 2, 3, seed)
+        assert sorted(train + validation + test) == sorted(pairs)
+        assert len(test) >= 3 and len(validation) >= 2 and train
+        zoo.check_decontaminated(train, validation, test)
+    with pytest.raises(ValueError, match="'Ve.' is in both the train and the test split"):
+        zoo.check_decontaminated([("Go.", "Ve.")], [], [("Go!", "Ve.")])
+
+
+def test_float16_weights_halve_the_file_and_load_into_float32(tmp_path):
+    from keras_attention.models import Transformer
+
+    model = Transformer.from_preset("tiny", encoder_vocabulary_size=4000,
+                                    decoder_vocabulary_size=4000)
+    path = str(tmp_path / "model.weights.h5")
+    model.save_weights(path)
+    before = os.path.getsize(path)
+    zoo.float16_weights(path)
+    assert os.path.getsize(path) < 0.6 * before
+    loaded = Transformer.from_preset("tiny", encoder_vocabulary_size=4000,
+                                     decoder_vocabulary_size=4000)
+    loaded.load_weights(path)
+    for original, restored in zip(model.get_weights(), loaded.get_weights()):
+        assert restored.dtype == np.float32
+        np.testing.assert_allclose(restored, original.astype(np.float16), rtol=0, atol=0)
+    assert keras.config.dtype_policy().name == "float32"
+
+
+def test_package_makes_a_preset_with_its_card_from_a_run(tiny_run, tmp_path):
+    """`zoo.py package` on the suite's shared run: a float16 preset that loads
+    by path and translates as the run does (within float16's rounding), its
+    metadata's `zoo` section (scores with signatures, the float32 weights'
+    score beside them) and a model card; nothing is left half written."""
+    _, workdir, _ = tiny_run
+    test_tsv = tmp_path / "test.tsv"
+    test_tsv.write_text("The red book is on the table.\tEl libro rojo está sobre la mesa.\n"
+                        "Where is the small cat?\t¿Dónde está el gato pequeño?\n",
+                        encoding="utf-8")
+    output = tmp_path / "presets"
+    argv = ["package", str(workdir), "--name", "tiny_en_es", "--output-dir", str(output),
+            "--test-tsv", str(test_tsv), "--also-policies", "--source", "en", "--target", "es",
+            "--source-name", "English", "--target-name", "Spanish",
+            "--description", "A tiny test preset.", "--example", "The red book.",
+            "--command", "python recipes/translation/train.py ...", "--training", "12 steps.",
+            "--train-pairs", "100", "--validation-pairs", "10",
+            "--test-set-description", "two sentences"]
+    zoo.main(argv)
+    folder = output / "tiny_en_es"
+    assert sorted(p.name for p in output.iterdir()) == ["tiny_en_es"]  # no staging left
+    info = Translator.from_preset(str(folder)).metadata["zoo"]
+    assert info["languages"] == ["en", "es"] and info["weights"] == "float16"
+    assert info["test"]["sentences"] == 2 and info["test"]["bleu_signature"].startswith("nrefs:1")
+    assert abs(info["test"]["bleu"] - info["test_with_float32_weights"]["bleu"]) <= 5
+    assert info["size_mb"] == round(sum(p.stat().st_size for p in folder.rglob("*")
+                                        if p.is_file()) / 1e6, 1)
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert "license: cc-by-2.0" in card and "{" not in card.split("```python")[0]
+    assert f"({info['size_mb']} MB on disk)" in card and info["test"]["bleu_signature"] in card
+    with pytest.raises(FileExistsError, match="--overwrite"):
+        zoo.main(argv)
