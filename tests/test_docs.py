@@ -631,6 +631,7 @@ def test_benchmark_results_parse_and_dated_runs_are_records():
         assert data["processor"]["model"] and data["processor"]["instruction_sets"], name
         assert data["figures"] and _numbers_only(data["figures"]), name
         script = name[len(data["date"]) + 1:].split("-")[0]
-        assert script == "main" or os.path.isfile(
-            os.path.join(ROOT, "benchmarks", f"{script}.py")), name
+        assert script == "main" or any(  # a benchmark's, or a recipe's (zoo: the presets)
+            os.path.isfile(os.path.join(ROOT, folder, f"{script}.py"))
+            for folder in ("benchmarks", os.path.join("recipes", "translation"))), name
         assert isinstance(data["notes"], str) and isinstance(data["command"], str), name
