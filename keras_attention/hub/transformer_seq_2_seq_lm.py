@@ -131,11 +131,12 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
     max_output_length = property(lambda self: self._settings.max_output_length)
     early_stopping = property(lambda self: self._settings.early_stopping)
 
-    def with_settings(self, **overrides):
+    def with_settings(self, compile=True, **overrides):  # noqa: A002  (keras-hub's name)
         """This task (the same backbone and preprocessor) with other
-        decoding settings: `task.with_settings(beam_size=8)`."""
+        decoding settings: `task.with_settings(beam_size=8)`; `compile=False`
+        leaves it uncompiled (cheaper; `generate` compiles it when it runs)."""
         return type(self)(self.backbone, self.preprocessor,
-                          **self._settings.replace(**overrides).to_dict())
+                          **self._settings.replace(**overrides).to_dict(), compile=compile)
 
     def compile(self, optimizer="auto", loss="auto", *, weighted_metrics="auto",
                 sampler="auto", **kwargs):

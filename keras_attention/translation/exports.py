@@ -52,11 +52,6 @@ def keras_hub_task(model, source_tokenizer, target_tokenizer, settings):
     return _task(model, preprocessor, settings)
 
 
-def task_with_settings(task, settings):
-    """`task`'s backbone and preprocessor with other `settings`, uncompiled."""
-    return _task(task.backbone, task.preprocessor, settings)
-
-
 def _task(backbone, preprocessor, settings, compile=False):  # noqa: A002  (keras-hub's name)
     from keras_attention.hub import TransformerSeq2SeqLM
 

@@ -124,7 +124,7 @@ class Translator:
         settings: `translator.with_settings(beam_size=8)`. For one call,
         `translate(texts, beam_size=8)` is cheaper (no new task)."""
         jit_compile = overrides.pop("jit_compile", self.jit_compile)
-        task = exports.task_with_settings(self.task, self.settings.replace(**overrides))
+        task = self.task.with_settings(compile=False, **overrides)
         return type(self)._of_task(task, self.metadata, jit_compile)
 
     # -- translating ----------------------------------------------------------
