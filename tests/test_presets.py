@@ -6,6 +6,7 @@ English and Spanish in float32 and bfloat16; and `recipes/translation/zoo.py`,
 which made them (a decontaminated split, float16 weights)."""
 
 import configparser
+import functools
 import glob
 import os
 import pathlib
@@ -29,6 +30,13 @@ EXAMPLES = {
     "tatoeba_es_en": [("Muchas gracias.", "thank"), ("Tengo un perro.", "dog"),
                       ("¿Dónde está la estación de tren?", "station")],
 }
+
+
+@functools.cache
+def _translator(name, policy):
+    """Each preset loaded once per dtype policy for the whole module (loading
+    and the first search's tracing are most of these tests' time)."""
+    return Translator.from_preset(name, dtype=policy, jit_compile=False)
 
 
 def test_the_presets_are_listed_with_their_metadata():
@@ -73,7 +81,7 @@ def test_a_preset_translates_real_sentences_in_float32_and_bfloat16(name):
     sources = [source for source, _ in EXAMPLES[name]]
     translations = {}
     for policy in ("float32", "mixed_bfloat16"):
-        translator = Translator.from_preset(name, dtype=policy, jit_compile=False)
+        translator = _translator(name, policy)
         assert translator.model.dtype_policy.name == policy
         translations[policy] = translator.translate(sources + [""])
         for (source, word), translation in zip(EXAMPLES[name], translations[policy]):
@@ -91,13 +99,14 @@ def test_our_keras_hub_classes_take_the_name_and_keras_hubs_own_take_the_folder(
 
     name = NAMES[0]
     sentence = [EXAMPLES[name][0][0]]
-    expected = Translator.from_preset(name, dtype="float32", jit_compile=False).translate(
-        sentence)
+    expected = _translator(name, "float32").translate(sentence)
     task = TransformerSeq2SeqLM.from_preset(name, dtype="float32")
     assert set(NAMES) <= set(TransformerSeq2SeqLM.presets)
+    task.compile(jit_compile=False)  # (XLA's compile time; the README's block runs XLA)
     assert task.generate(sentence) == expected
     hub_task = keras_hub.models.Seq2SeqLM.from_preset(preset_path(name), dtype="float32")
     assert isinstance(hub_task, TransformerSeq2SeqLM)
+    hub_task.compile(jit_compile=False)
     assert hub_task.generate(sentence) == expected
     backbone = TransformerBackbone.from_preset(name)
     assert backbone.count_params() == Translator.presets[name]["parameters"]
