@@ -154,6 +154,19 @@ def sinusoidal_position_encoding(length, depth, start_index=0, max_wavelength=10
     return pe
 
 
+def marian_position_encoding(length, depth):
+    """Hugging Face's `MarianSinusoidalPositionalEmbedding._init_weight`, as
+    written there: the angles pos / 10000^(2(j//2)/D), then sines of the even
+    columns in the first half and cosines of the odd ones in the second."""
+    angles = np.array([[pos / np.power(10000, 2 * (j // 2) / depth) for j in range(depth)]
+                       for pos in range(length)])
+    out = np.zeros((length, depth))
+    sentinel = depth // 2 if depth % 2 == 0 else depth // 2 + 1
+    out[:, 0:sentinel] = np.sin(angles[:, 0::2])
+    out[:, sentinel:] = np.cos(angles[:, 1::2])
+    return out
+
+
 def causal_mask(t, s, offset=0):
     """[T, S]: query i (at absolute position i + offset) may see key j <= i + offset."""
     i = np.arange(t)[:, None]

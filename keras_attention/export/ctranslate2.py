@@ -32,8 +32,9 @@ H depth per head, F feed-forward depth, V vocabulary, L max_length):
   (`config.layer_norm_epsilon`);
 - feed-forward: Dense kernels transposed; ReLU, GELU (exact, erf), SiLU,
   tanh and sigmoid map to CTranslate2's activations;
-- output projection: the tied target embedding `[V, D]` (no bias) or our
-  Dense kernel transposed with its bias.
+- output projection: the tied target embedding `[V, D]` (with our
+  `output_bias` when the model has one: Marian's `final_logits_bias`) or
+  our Dense kernel transposed with its bias.
 
 Special tokens: CTranslate2 starts decoding with `decoder_start_token` and
 stops at `eos_token`; they are set to our `[START]` and `[END]`, `unk_token`
@@ -210,7 +211,8 @@ def _position_table(embedding):
     from keras_attention.layers.position import sinusoidal_position_encoding
 
     return _numpy(sinusoidal_position_encoding(
-        embedding.sequence_length, embedding.embedding_dim, 0, embedding.max_wavelength))
+        embedding.sequence_length, embedding.embedding_dim, 0, embedding.max_wavelength,
+        embedding.sinusoidal_layout))
 
 
 def _set_embeddings(spec, embedding):
@@ -264,8 +266,10 @@ def build_spec(model, source_tokenizer, target_tokenizer):
         _set_feedforward(layer.ffn, block)
     if model.norm_first:
         _set_layer_norm(decoder.layer_norm, model.decoder_final_norm)
-    if model.output_projection is None:  # tied: logits = y·Eᵀ
+    if model.output_projection is None:  # tied: logits = y·Eᵀ (+ b: Marian's bias)
         decoder.projection.weight = target_embeddings  # [V, D]
+        if model.decoder_embedding.output_bias:
+            decoder.projection.bias = _numpy(model.decoder_embedding.output_bias_weight)
     else:
         _set_linear(decoder.projection, _numpy(model.output_projection.kernel),
                     _bias(model.output_projection))

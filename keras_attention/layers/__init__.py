@@ -16,6 +16,7 @@ from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.normalization import LayerNormalization
 from keras_attention.layers.output_projection import OutputProjection
 from keras_attention.layers.position import (
+    SINUSOIDAL_LAYOUTS,
     SinusoidalPositionEncoding,
     TokenAndPositionEmbedding,
     sinusoidal_encoding_at,
@@ -23,6 +24,7 @@ from keras_attention.layers.position import (
 )
 
 __all__ = [
+    "SINUSOIDAL_LAYOUTS",
     "DecoderBlock",
     "Dropout",
     "EncoderBlock",

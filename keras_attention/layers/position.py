@@ -14,27 +14,51 @@ from keras_attention.layers._rows import can_skip_rows, project_kept_rows
 _POSITION_KINDS = ("sinusoidal", "learned")
 
 
-def sinusoidal_position_encoding(length, depth, start_index=0, max_wavelength=10000.0):
+SINUSOIDAL_LAYOUTS = ("interleaved", "concatenated")
+
+
+def sinusoidal_position_encoding(length, depth, start_index=0, max_wavelength=10000.0,
+                                 layout="interleaved"):
     """The paper's encoding, a float32 `[T, D]` tensor.
 
     PE(pos, 2i) = sin(pos / max_wavelength^(2i/D)),
     PE(pos, 2i+1) = cos(pos / max_wavelength^(2i/D)),
-    for pos in [start_index, start_index + length).
+    for pos in [start_index, start_index + length); `layout="concatenated"`
+    puts the same sines in the first half of D and the cosines in the second
+    (tensor2tensor's and Marian's order: PE(pos, i) = sin(...2i/D...),
+    PE(pos, D/2 + i) = cos(...2i/D...)).
     """
     positions = ops.arange(length, dtype="float32") + ops.cast(start_index, "float32")
-    return sinusoidal_encoding_at(positions, depth, max_wavelength)  # [T, D]
+    return sinusoidal_encoding_at(positions, depth, max_wavelength, layout)  # [T, D]
 
 
-def sinusoidal_encoding_at(positions, depth, max_wavelength=10000.0):
+def sinusoidal_encoding_at(positions, depth, max_wavelength=10000.0, layout="interleaved"):
     """The paper's encoding at any positions: float32 `[..., D]` for int or
     float `positions` `[...]` (e.g. `[B, T]` positions that restart at 0 in
-    each pair of a packed row)."""
+    each pair of a packed row); `layout` as in `sinusoidal_position_encoding`."""
+    check_sinusoidal_layout(layout, depth)
     positions = ops.cast(positions, "float32")
     dims = ops.arange(depth)
-    two_i = ops.cast(dims - dims % 2, "float32")  # 2i for both 2i and 2i+1
+    if layout == "interleaved":
+        two_i = ops.cast(dims - dims % 2, "float32")  # 2i for both 2i and 2i+1
+        is_sine = dims % 2 == 0
+    else:
+        two_i = ops.cast(2 * (dims % (depth // 2)), "float32")  # 2i at i and D/2 + i
+        is_sine = dims < depth // 2
     inverse_frequency = ops.power(float(max_wavelength), -two_i / float(depth))  # [D]
     angles = ops.expand_dims(positions, -1) * inverse_frequency  # [..., D]
-    return ops.where(dims % 2 == 0, ops.sin(angles), ops.cos(angles))  # [..., D]
+    return ops.where(is_sine, ops.sin(angles), ops.cos(angles))  # [..., D]
+
+
+def check_sinusoidal_layout(layout, depth=None):
+    """A ValueError naming `layout` unless it is one of `SINUSOIDAL_LAYOUTS`
+    (and, concatenated, `depth` is even: two equal halves)."""
+    if layout not in SINUSOIDAL_LAYOUTS:
+        raise ValueError(f"`sinusoidal_layout` must be one of {SINUSOIDAL_LAYOUTS}; "
+                         f"received {layout!r}.")
+    if layout == "concatenated" and isinstance(depth, int) and depth % 2:
+        raise ValueError("The concatenated sinusoidal layout needs an even depth (a half of "
+                         f"sines, a half of cosines); received depth={depth}.")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -47,6 +71,9 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     Args:
         max_wavelength: the base of the geometric progression of wavelengths
             (10000 in the paper).
+        layout: `"interleaved"` (the paper: sines at even dimensions,
+            cosines at odd ones) or `"concatenated"` (sines in the first half,
+            cosines in the second: tensor2tensor, Marian / OPUS-MT).
         **kwargs: base `keras.layers.Layer` arguments.
 
     Call arguments:
@@ -64,19 +91,21 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     (2, 7, 16)
     """
 
-    def __init__(self, max_wavelength=10000, **kwargs):
+    def __init__(self, max_wavelength=10000, layout="interleaved", **kwargs):
         super().__init__(**kwargs)
         if not max_wavelength > 0:
             raise ValueError(
                 f"`max_wavelength` must be positive; received max_wavelength={max_wavelength}."
             )
+        check_sinusoidal_layout(layout)
         self.max_wavelength = max_wavelength
+        self.layout = layout
         self.built = True
 
     def call(self, inputs, start_index=0):
         shape = ops.shape(inputs)
         encoding = sinusoidal_position_encoding(
-            shape[-2], shape[-1], start_index, self.max_wavelength
+            shape[-2], shape[-1], start_index, self.max_wavelength, self.layout
         )
         return ops.broadcast_to(ops.cast(encoding, self.compute_dtype), shape)
 
@@ -85,7 +114,7 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"max_wavelength": self.max_wavelength})
+        config.update({"max_wavelength": self.max_wavelength, "layout": self.layout})
         return config
 
 
@@ -108,6 +137,12 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             to a normal with standard deviation D^-0.5, so that the scaled
             embeddings have unit scale.
         max_wavelength: base of the sinusoidal wavelengths.
+        sinusoidal_layout: `"interleaved"` (the paper) or `"concatenated"`
+            (sines, then cosines: Marian / OPUS-MT); see
+            `SinusoidalPositionEncoding`.
+        output_bias: give the `reverse` projection a learned bias `[V]`
+            (Marian's `final_logits_bias`); off by default (the paper's tied
+            projection has none).
         skip_masked_rows: in a training call with `reverse=True` whose
             hidden states carry a Keras mask, project only the unmasked rows
             (the others get zero logits and no gradient; TensorFlow outside
@@ -148,11 +183,15 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         embeddings_initializer=None,
         max_wavelength=10000,
         skip_masked_rows=False,
+        sinusoidal_layout="interleaved",
+        output_bias=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
         check_positive_int("vocabulary_size", vocabulary_size)
         check_bool("skip_masked_rows", skip_masked_rows)
+        check_bool("output_bias", output_bias)
+        check_sinusoidal_layout(sinusoidal_layout, embedding_dim)
         check_positive_int("sequence_length", sequence_length)
         check_positive_int("embedding_dim", embedding_dim)
         if position_encoding not in _POSITION_KINDS:
@@ -172,6 +211,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         )
         self.max_wavelength = max_wavelength
         self.skip_masked_rows = skip_masked_rows
+        self.sinusoidal_layout = sinusoidal_layout
+        self.output_bias = output_bias
         self.supports_masking = mask_zero
 
     def build(self, inputs_shape=None):
@@ -191,8 +232,12 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             )
         else:
             self.position_layer = SinusoidalPositionEncoding(
-                self.max_wavelength, dtype=self.dtype_policy, name="position_encoding"
+                self.max_wavelength, self.sinusoidal_layout, dtype=self.dtype_policy,
+                name="position_encoding"
             )
+        if self.output_bias:
+            self.output_bias_weight = self.add_weight(
+                name="output_bias", shape=(self.vocabulary_size,), initializer="zeros")
 
     def call(self, inputs, start_index=0, reverse=False, training=None, mask=None,
              positions=None):
@@ -204,9 +249,16 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             else:  # int8 (or int4) values and their scales: the table as the layer reads it
                 table = embedding(ops.arange(self.vocabulary_size, dtype="int32"))
             table = ops.transpose(ops.cast(table, inputs.dtype))  # [D, V]
+
+            def project(rows):
+                logits = ops.matmul(rows, table)  # [..., V]
+                if self.output_bias:
+                    logits = logits + ops.cast(self.output_bias_weight, logits.dtype)
+                return logits
+
             if self.skip_masked_rows and can_skip_rows(mask, training):
-                return project_kept_rows(inputs, mask, lambda rows: ops.matmul(rows, table))
-            return ops.matmul(inputs, table)  # [B, T, V]
+                return project_kept_rows(inputs, mask, project)
+            return project(inputs)  # [B, T, V]
         length = inputs.shape[-1]
         if isinstance(length, int) and length > self.sequence_length:
             raise ValueError(
@@ -234,7 +286,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
         positions = ops.convert_to_tensor(positions, "int32")
         if self.position_encoding == "learned":
             return ops.take(self.position_embeddings, positions, axis=0)
-        return sinusoidal_encoding_at(positions, self.embedding_dim, self.max_wavelength)
+        return sinusoidal_encoding_at(positions, self.embedding_dim, self.max_wavelength,
+                                      self.sinusoidal_layout)
 
     def compute_mask(self, inputs, mask=None):
         if "float" in keras.backend.standardize_dtype(inputs.dtype):
@@ -269,6 +322,8 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 ),
                 "max_wavelength": self.max_wavelength,
                 "skip_masked_rows": self.skip_masked_rows,
+                "sinusoidal_layout": self.sinusoidal_layout,
+                "output_bias": self.output_bias,
             }
         )
         return config

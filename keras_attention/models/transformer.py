@@ -18,7 +18,7 @@ from keras_attention._constants import (
     MAX_VOCABULARY_SIZE,
 )
 from keras_attention._deprecation import moved_names
-from keras_attention._validation import check_positive_int
+from keras_attention._validation import check_bool, check_positive_int
 from keras_attention.layers import (
     DecoderBlock,
     Dropout,
@@ -27,6 +27,7 @@ from keras_attention.layers import (
     OutputProjection,
     TokenAndPositionEmbedding,
 )
+from keras_attention.layers.position import check_sinusoidal_layout
 from keras_attention.models import passes, precision
 from keras_attention.models.passes import (
     _decoder_pass,
@@ -104,8 +105,18 @@ class Transformer(keras.Model):
             target (needs equal vocabulary sizes; the paper's shared BPE).
         tie_output_embeddings: the pre-softmax projection is the transposed
             target embedding (the paper); otherwise a separate Dense layer.
-        activation: feed-forward activation.
+        activation: feed-forward activation (`"relu"`, the paper's;
+            `"gelu"`, exact; `"swish"`/`"silu"`; any Keras activation name).
         layer_norm_epsilon: LayerNorm epsilon.
+        scale_embeddings: multiply the token embeddings by √D (the paper,
+            Marian); False adds them to the positions as they are.
+        sinusoidal_layout: `"interleaved"` (the paper: sin at even, cos at
+            odd dimensions) or `"concatenated"` (sines in the first half,
+            cosines in the second: tensor2tensor, Marian / OPUS-MT).
+        output_bias: whether the output projection adds a learned bias `[V]`
+            to the logits. `None` (the default): the separate projection has
+            one and the tied one has none (the paper); `True` with
+            `tie_output_embeddings` is Marian's `final_logits_bias`.
         **kwargs: `name`, `dtype` (a dtype policy such as `"mixed_bfloat16"`)
             and other `keras.Model` arguments.
 
@@ -141,6 +152,9 @@ class Transformer(keras.Model):
         tie_output_embeddings=True,
         activation="relu",
         layer_norm_epsilon=1e-5,
+        scale_embeddings=True,
+        sinusoidal_layout="interleaved",
+        output_bias=None,
         **kwargs,
     ):
         for name, value, maximum in (
@@ -168,6 +182,11 @@ class Transformer(keras.Model):
                 f"`num_heads` must divide `d_model`; received num_heads={num_heads}, "
                 f"d_model={d_model}."
             )
+        check_sinusoidal_layout(sinusoidal_layout, d_model)
+        if output_bias is None:
+            output_bias = not tie_output_embeddings
+        check_bool("output_bias", output_bias)
+        check_bool("scale_embeddings", scale_embeddings)
         if share_encoder_decoder_embeddings and encoder_vocabulary_size != decoder_vocabulary_size:
             raise ValueError(
                 "`share_encoder_decoder_embeddings=True` needs one vocabulary; received "
@@ -188,10 +207,13 @@ class Transformer(keras.Model):
             dtype=dtype,
         )
 
-        def embedding(vocabulary_size, name):
+        def embedding(vocabulary_size, name, projects):
             return TokenAndPositionEmbedding(
                 vocabulary_size, max_length, d_model, position_encoding=position_encoding,
-                mask_zero=True, dtype=dtype, name=name,
+                mask_zero=True, scale_embeddings=scale_embeddings,
+                sinusoidal_layout=sinusoidal_layout,
+                output_bias=bool(projects and tie_output_embeddings and output_bias),
+                dtype=dtype, name=name,
             )
 
         def final_norm(name):
@@ -200,7 +222,8 @@ class Transformer(keras.Model):
             ) if norm_first else None
 
         # === Layers ===
-        encoder_embedding = embedding(encoder_vocabulary_size, "encoder_embedding")
+        encoder_embedding = embedding(encoder_vocabulary_size, "encoder_embedding",
+                                      projects=share_encoder_decoder_embeddings)
         layers = _Layers(
             encoder_padding_mask=passes.PaddingMask(name="encoder_padding_mask"),
             encoder_embedding=encoder_embedding,
@@ -213,7 +236,7 @@ class Transformer(keras.Model):
             decoder_embedding=(
                 encoder_embedding
                 if share_encoder_decoder_embeddings
-                else embedding(decoder_vocabulary_size, "decoder_embedding")
+                else embedding(decoder_vocabulary_size, "decoder_embedding", projects=True)
             ),
             decoder_embedding_dropout=Dropout(dropout, dtype=dtype,
                                               name="decoder_embedding_dropout"),
@@ -223,8 +246,8 @@ class Transformer(keras.Model):
             output_projection=(
                 None
                 if tie_output_embeddings
-                else OutputProjection(decoder_vocabulary_size, dtype=dtype,
-                                      name="output_projection")
+                else OutputProjection(decoder_vocabulary_size, use_bias=output_bias,
+                                      dtype=dtype, name="output_projection")
             ),
             # Logits in float32 under mixed precision (a numerically safe softmax).
             logits_cast=keras.layers.Activation("linear", dtype="float32", name="logits"),
@@ -265,6 +288,9 @@ class Transformer(keras.Model):
         self.tie_output_embeddings = tie_output_embeddings
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
+        self.scale_embeddings = scale_embeddings
+        self.sinusoidal_layout = sinusoidal_layout
+        self.output_bias = output_bias
 
     def call(self, inputs, training=None, mask=None):
         if isinstance(inputs, dict) and _packing(inputs) is not None:
@@ -428,6 +454,9 @@ class Transformer(keras.Model):
             "tie_output_embeddings": self.tie_output_embeddings,
             "activation": self.activation,
             "layer_norm_epsilon": self.layer_norm_epsilon,
+            "scale_embeddings": self.scale_embeddings,
+            "sinusoidal_layout": self.sinusoidal_layout,
+            "output_bias": self.output_bias,
         }
 
     def _saved_dtype_policy(self):

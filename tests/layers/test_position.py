@@ -51,6 +51,47 @@ def test_sinusoidal_first_row_and_interleaving():
     np.testing.assert_allclose(pe[:, 1], np.cos(np.arange(3)), atol=1e-6)
 
 
+@pytest.mark.parametrize("depth", [2, 8, 16])
+def test_concatenated_layout_is_marians(depth):
+    """`layout="concatenated"`: Hugging Face Marian's table (sines in the
+    first half, cosines in the second), at any start index and in the layer."""
+    expected = references.marian_position_encoding(12, depth)
+    np.testing.assert_allclose(
+        to_numpy(sinusoidal_position_encoding(12, depth, layout="concatenated")), expected,
+        rtol=1e-5, atol=1e-5)
+    part = sinusoidal_position_encoding(4, depth, start_index=5, layout="concatenated")
+    np.testing.assert_allclose(to_numpy(part), expected[5:9], rtol=1e-5, atol=1e-5)
+    x = keras.random.normal((2, 12, depth))
+    layer = SinusoidalPositionEncoding(layout="concatenated")
+    np.testing.assert_allclose(to_numpy(layer(x))[0], expected, rtol=1e-5, atol=1e-5)
+    assert SinusoidalPositionEncoding.from_config(layer.get_config()).layout == "concatenated"
+
+
+def test_bad_sinusoidal_layouts_are_named():
+    with pytest.raises(ValueError, match="received 'halves'"):
+        SinusoidalPositionEncoding(layout="halves")
+    with pytest.raises(ValueError, match="even depth .* depth=7"):
+        TokenAndPositionEmbedding(10, 8, 7, sinusoidal_layout="concatenated")
+
+
+def test_tied_projection_with_an_output_bias():
+    """`output_bias=True`: the reverse projection is x·Eᵀ + b (Marian's
+    `final_logits_bias` on its tied output layer), b trained with the rest."""
+    layer = TokenAndPositionEmbedding(11, 8, 4, output_bias=True,
+                                      sinusoidal_layout="concatenated")
+    layer.build()
+    rng = np.random.default_rng(0)
+    bias = rng.normal(size=11).astype("float32")
+    layer.output_bias_weight.assign(bias)
+    x = rng.normal(size=(2, 3, 4)).astype("float32")
+    table = to_numpy(layer.token_embedding.embeddings)
+    np.testing.assert_allclose(to_numpy(layer(x, reverse=True)), x @ table.T + bias,
+                               rtol=1e-5, atol=1e-5)
+    assert "output_bias" in [w.name for w in layer.trainable_weights]
+    restored = TokenAndPositionEmbedding.from_config(layer.get_config())
+    assert restored.output_bias and restored.sinusoidal_layout == "concatenated"
+
+
 def test_sinusoidal_custom_max_wavelength():
     pe = sinusoidal_position_encoding(5, 6, max_wavelength=100.0)
     np.testing.assert_allclose(

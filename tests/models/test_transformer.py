@@ -24,6 +24,10 @@ INPUTS = {"encoder_tokens": ENC, "decoder_tokens": DEC}
                       "position_encoding": "learned"}, marks=pytest.mark.slow),
         pytest.param({"share_encoder_decoder_embeddings": True, "num_key_value_heads": 2},
                      marks=pytest.mark.slow),
+        # Marian's (OPUS-MT) options: keras_attention.convert.marian.
+        pytest.param({"share_encoder_decoder_embeddings": True, "activation": "silu",
+                      "sinusoidal_layout": "concatenated", "output_bias": True,
+                      "scale_embeddings": False}, marks=pytest.mark.slow),
     ],
 )
 def test_keras_round_trip_reproduces_logits_exactly(overrides, tmp_path):
@@ -51,6 +55,27 @@ def test_attention_and_activation_dropout_reach_every_block():
     assert (restored.attention_dropout, restored.activation_dropout) == (0.25, 0.2)
     # Dropout changes training passes only.
     np.testing.assert_array_equal(to_numpy(restored(INPUTS)), to_numpy(restored(INPUTS)))
+
+
+def test_output_bias_defaults_and_configs_saved_before_it():
+    """`output_bias=None`: a bias on the separate projection, none on the tied
+    one (the models saved before the option, whose configs lack the keys
+    `scale_embeddings`, `sinusoidal_layout` and `output_bias`, load as they
+    were); `True` on a tied projection adds one `[V]` weight."""
+    for tie, has_bias in ((True, False), (False, True)):
+        model = Transformer.from_preset("tiny", tie_output_embeddings=tie)
+        assert model.output_bias is has_bias
+        config = model.get_config()
+        old = {k: v for k, v in config.items()
+               if k not in ("scale_embeddings", "sinusoidal_layout", "output_bias")}
+        assert Transformer.from_config(old).get_config() == config
+    plain = Transformer.from_preset("tiny")
+    biased = Transformer.from_preset("tiny", output_bias=True)
+    assert biased.count_params() == plain.count_params() + 64
+    assert [w.path for w in biased.weights if "output_bias" in w.path] == [
+        "decoder_embedding/output_bias"]
+    with pytest.raises(TypeError, match="`output_bias` must be True or False; received 'yes'"):
+        Transformer.from_preset("tiny", output_bias="yes")
 
 
 def test_readable_layer_names_and_weight_sharing():
@@ -122,6 +147,7 @@ def test_mixed_bfloat16_policy_is_kept_and_logits_are_float32(tmp_path):
         ({"share_encoder_decoder_embeddings": True, "decoder_vocabulary_size": 10},
          "decoder_vocabulary_size=10"),
         ({"position_encoding": "rotary"}, "rotary"),
+        ({"sinusoidal_layout": "halves"}, "'halves'"),
     ],
 )
 def test_bad_arguments(overrides, match):
