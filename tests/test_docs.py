@@ -56,6 +56,7 @@ GROUPS = {
     ("docs/serving.md", "saved_model"): ["tf.saved_model.load"],
     ("docs/serving.md", "ctranslate2"): ["export_ctranslate2"],
     ("docs/playground.md", "html"): ["attention_html"],
+    ("docs/hugging_face.md", "marian"): ['"hf://Helsinki-NLP/opus-mt-en-es"'],
 }
 
 # Shell commands of the docs that are not run here, and why.
@@ -172,6 +173,21 @@ def test_readme_shipped_presets_block(capsys):
     assert names == "['tatoeba_en_es', 'tatoeba_es_en']"
     assert "libro rojo" in spanish and "red book" in english
     assert generated == spanish  # keras-hub's generate: the Translator's translation
+
+
+@pytest.mark.slow  # converts, decodes and saves a model (out of the quick tier)
+def test_hugging_face_block_on_a_marian_folder(tmp_path, capsys):
+    """docs/hugging_face.md's block, as written, with the hub handle replaced
+    by a Marian folder in Hugging Face's layout (the suite's fixture: no
+    network): converted, translated, saved as our preset and loaded again."""
+    folder = os.path.join(ROOT, "tests", "fixtures", "marian", "shared_swish")
+    code = _code("docs/hugging_face.md", "marian",
+                 [('"hf://Helsinki-NLP/opus-mt-en-es"', repr(folder))])
+    with _cwd(tmp_path):
+        exec(code, {})  # noqa: S102  (the guide's own example)
+    first, second = capsys.readouterr().out.strip().splitlines()[-2:]
+    assert first.startswith("[") and second.startswith("[")
+    assert (tmp_path / "opus_mt_en_es" / "config.json").is_file()
 
 
 def test_layers_cache_block_matches_the_full_pass():

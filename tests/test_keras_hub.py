@@ -170,7 +170,8 @@ def test_preset_files_are_keras_hubs(untrained_preset):
 def test_tokenizer_arguments_are_checked():
     with pytest.raises(ValueError, match="`config_file` must be one of"):
         TransformerTokenizer(config_file="vocab.json")
-    with pytest.raises(TypeError, match="SubwordTokenizer or SentencePieceTokenizer"):
+    with pytest.raises(TypeError,
+                       match="SubwordTokenizer, SentencePieceTokenizer or MarianTokenizer"):
         TransformerTokenizer("not a tokenizer")
     with pytest.raises(ValueError, match="has no vocabulary yet"):
         TransformerTokenizer().tokenize(["a"])

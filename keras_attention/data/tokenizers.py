@@ -43,11 +43,16 @@ from keras_attention._constants import (
 )
 from keras_attention._io import atomic_write_text, file_inside, read_json
 from keras_attention._validation import check_bool, check_positive_int
+from keras_attention.data._tokenizer_base import (
+    FORMAT_VERSION,
+    _normalize,
+    _SharedSentencepieceResource,
+    _Tokenizer,
+)
 
 logger = logging.getLogger("keras_attention")
 
 SUFFIX_INDICATOR = "##"
-FORMAT_VERSION = 1
 TOKENIZER_ALGORITHMS = ("wordpiece", "sentencepiece", "sentencepiece_bpe")
 
 # Detokenization joins words with spaces; these rules re-attach punctuation
@@ -59,61 +64,6 @@ _DETOKENIZE_RULES = (
     (r"(\d[.,:]) (\d)", r"\1\2"),  # "1. 000" -> "1.000", "2: 30" -> "2:30"
     (r"([$€£¥]) (\d)", r"\1\2"),  # "$ 3" -> "$3"
 )
-
-
-def _normalize(texts, lowercase):
-    """Valid NFC UTF-8: undecodable bytes become U+FFFD instead of failing."""
-    texts = tf.strings.unicode_transcode(
-        texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
-    )
-    texts = tf_text.normalize_utf8(texts, "NFC")
-    if lowercase:
-        texts = tf_text.case_fold_utf8(texts)
-    return texts
-
-
-class _Tokenizer(tf.Module):
-    """What both tokenizers share: `self.vocabulary` (tokens by id),
-    `self.lowercase` and `self._tf_text_tokenizer` (the TF Text op wrapper)."""
-
-    @property
-    def vocabulary_size(self):
-        return len(self.vocabulary)
-
-    def tokenize(self, texts):
-        """`texts` (string tensor of any rank) -> int32 RaggedTensor of ids,
-        one more (ragged) dimension than `texts`."""
-        texts = tf.convert_to_tensor(texts, dtype=tf.string)
-        return self._tf_text_tokenizer.tokenize(_normalize(texts, self.lowercase))
-
-    def detokenize(self, ids):
-        """int ids `[..., L]` (dense or ragged) -> strings `[...]`.
-
-        `[PAD]`, `[START]` and `[END]` are dropped (so padded decoder output
-        can be passed as is); `[UNK]` stays visible.
-        """
-        if not isinstance(ids, tf.RaggedTensor):
-            ids = tf.RaggedTensor.from_tensor(tf.convert_to_tensor(ids))
-        ids = tf.cast(ids, tf.int32)
-        keep = (ids != PAD_ID) & (ids != START_ID) & (ids != END_ID)
-        return self._detokenize(tf.ragged.boolean_mask(ids, keep))
-
-    def _detokenize(self, ids):
-        return self._tf_text_tokenizer.detokenize(ids)
-
-    def id_to_token(self, ids):
-        """int ids (any shape, dense or ragged) -> the token strings (WordPiece
-        marks word-internal pieces with "##", SentencePiece word starts with "▁")."""
-        if isinstance(ids, tf.RaggedTensor):
-            return tf.ragged.map_flat_values(self.id_to_token, ids)
-        return tf.gather(self._tokens, tf.cast(ids, tf.int32))
-
-    def token_to_id(self, token):
-        """A token string -> its id (Python); `[UNK]`'s id for unknown tokens."""
-        try:
-            return self.vocabulary.index(token)
-        except ValueError:
-            return UNK_ID
 
 
 class SubwordTokenizer(_Tokenizer):
@@ -280,27 +230,6 @@ def _python_texts(texts, lowercase, batch_size):
     for batch in texts.batch(batch_size).prefetch(tf.data.AUTOTUNE).as_numpy_iterator():
         for text in batch:
             yield text.decode("utf-8")
-
-
-def _shared_sentencepiece_resource_class():
-    from tensorflow_text.python.ops import sentencepiece_tokenizer
-
-    class SharedResource(sentencepiece_tokenizer._SentencepieceModelResource):
-        def __init__(self, model, shared_name):
-            self._shared_name = shared_name
-            super().__init__(model, None)
-
-        def _create_resource(self):
-            with tf.name_scope("SentencepieceInitializer"):
-                return sentencepiece_tokenizer.gen_sentencepiece_tokenizer.sentencepiece_op(
-                    model=self._model, shared_name=self._shared_name
-                )
-
-    return SharedResource
-
-
-def _SharedSentencepieceResource(model, shared_name):  # noqa: N802  (a class factory)
-    return _shared_sentencepiece_resource_class()(model, shared_name)
 
 
 class SentencePieceTokenizer(_Tokenizer):
@@ -545,7 +474,11 @@ def save_tokenizers(directory, source_tokenizer, target_tokenizer):
 def load_tokenizer(directory, prefix):
     """Reads one tokenizer written by its `save` (either algorithm)."""
     config = _read_config(directory, prefix)
-    cls = SentencePieceTokenizer if config["algorithm"] == "sentencepiece" else SubwordTokenizer
+    if config["algorithm"] == "marian":  # (its module imports this one)
+        from keras_attention.data.marian_tokenizer import MarianTokenizer as cls
+    else:
+        cls = (SentencePieceTokenizer if config["algorithm"] == "sentencepiece"
+               else SubwordTokenizer)
     return cls.from_config(directory, prefix, config)
 
 
@@ -576,9 +509,10 @@ def _read_config(directory, prefix):
             f"{config_path}: unsupported tokenizer format_version "
             f"{config.get('format_version')!r}; expected {FORMAT_VERSION}."
         )
-    if config.get("algorithm") not in ("wordpiece", "sentencepiece"):
+    if config.get("algorithm") not in ("wordpiece", "sentencepiece", "marian"):
         raise ValueError(f"{config_path}: unknown tokenizer algorithm "
-                         f"{config.get('algorithm')!r}; expected 'wordpiece' or 'sentencepiece'.")
+                         f"{config.get('algorithm')!r}; expected 'wordpiece', 'sentencepiece' "
+                         "or 'marian'.")
     return config
 
 

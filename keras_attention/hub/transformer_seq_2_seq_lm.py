@@ -121,8 +121,31 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
     @classmethod
     def from_preset(cls, preset, *args, **kwargs):
         """keras-hub's `from_preset`; `preset` may also name a translator
-        shipped with the package (`TransformerSeq2SeqLM.presets`)."""
+        shipped with the package (`TransformerSeq2SeqLM.presets`), or be a
+        Hugging Face Marian (OPUS-MT) model: a folder in Hugging Face's
+        layout or an `hf://` handle of one (converted: `from_marian`)."""
+        from keras_attention.convert import marian_folder
+
+        marian = marian_folder(preset_path(preset))
+        if marian is not None:
+            return cls.from_marian(marian, *args, **kwargs)
         return super().from_preset(preset_path(preset), *args, **kwargs)
+
+    @classmethod
+    def from_marian(cls, directory, dtype=None, **settings):
+        """This task over a Hugging Face Marian model's folder, converted
+        (`keras_attention.convert.load_marian`): a `TransformerBackbone` in
+        `dtype` (default: the global policy, keras-hub's rule), both
+        tokenizers, the model's generation defaults (`settings` replace them)."""
+        from keras_attention.convert import load_marian
+
+        if dtype is not None:
+            dtype = keras.dtype_policies.get(dtype)
+        model, source, target, defaults, _ = load_marian(
+            directory, lambda **arguments: TransformerBackbone(**arguments, dtype=dtype))
+        preprocessor = TransformerSeq2SeqLMPreprocessor.from_tokenizers(source, target,
+                                                                        model.max_length)
+        return cls(model, preprocessor, **{**defaults, **settings})
 
     # The decoding settings, read-only: `with_settings` gives another task.
     settings = property(lambda self: self._settings)

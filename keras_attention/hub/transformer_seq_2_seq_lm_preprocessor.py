@@ -74,6 +74,17 @@ class TransformerSeq2SeqLMPreprocessor(keras_hub.models.Seq2SeqLMPreprocessor):
         self.target_tokenizer = target_tokenizer
 
     @classmethod
+    def from_tokenizers(cls, source_tokenizer, target_tokenizer, sequence_length):
+        """The preprocessor of two `keras_attention.data` tokenizers, both
+        sequence lengths `sequence_length` (a model's `max_length`)."""
+        return cls(
+            TransformerTokenizer(source_tokenizer, config_file="tokenizer.json",
+                                 name="source_tokenizer"),
+            TransformerTokenizer(target_tokenizer, config_file="target_tokenizer.json",
+                                 name="target_tokenizer"),
+            encoder_sequence_length=sequence_length, decoder_sequence_length=sequence_length)
+
+    @classmethod
     def _add_missing_kwargs(cls, loader, kwargs):
         """keras-hub's hook for a preset without `preprocessor.json`: both
         tokenizers (`tokenizer.json`, `target_tokenizer.json`)."""

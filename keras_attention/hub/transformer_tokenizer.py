@@ -17,6 +17,7 @@ import keras_hub
 import tensorflow as tf
 
 from keras_attention._constants import END_ID, PAD_ID, RESERVED_TOKENS, START_ID
+from keras_attention.data.marian_tokenizer import MarianTokenizer
 from keras_attention.data.tokenizers import (
     SentencePieceTokenizer,
     SubwordTokenizer,
@@ -26,7 +27,8 @@ from keras_attention.hub.transformer_backbone import TransformerBackbone
 
 # The side of a translation each preset file holds.
 SIDES = {"tokenizer.json": "source", "target_tokenizer.json": "target"}
-_ALGORITHMS = {SubwordTokenizer: "wordpiece", SentencePieceTokenizer: "sentencepiece"}
+_ALGORITHMS = {SubwordTokenizer: "wordpiece", SentencePieceTokenizer: "sentencepiece",
+               MarianTokenizer: "marian"}
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -34,11 +36,12 @@ class TransformerTokenizer(keras_hub.tokenizers.Tokenizer):
     """One vocabulary of a translator as a keras-hub `Tokenizer`.
 
     Args:
-        tokenizer: a `keras_attention.data.SubwordTokenizer` or
-            `SentencePieceTokenizer`; `None` when the vocabulary comes from a
-            preset's assets (`from_preset`, `load_preset_assets`).
-        algorithm: `"wordpiece"` or `"sentencepiece"` (inferred from
-            `tokenizer`); names the asset files.
+        tokenizer: a `keras_attention.data.SubwordTokenizer`,
+            `SentencePieceTokenizer` or `MarianTokenizer` (an OPUS-MT model's);
+            `None` when the vocabulary comes from a preset's assets
+            (`from_preset`, `load_preset_assets`).
+        algorithm: `"wordpiece"`, `"sentencepiece"` or `"marian"` (inferred
+            from `tokenizer`); names the asset files.
         config_file: `"tokenizer.json"` (the source side, what
             `keras_hub.tokenizers.Tokenizer.from_preset(dir)` loads) or
             `"target_tokenizer.json"`.
@@ -62,13 +65,14 @@ class TransformerTokenizer(keras_hub.tokenizers.Tokenizer):
             raise ValueError(f"`config_file` must be one of {sorted(SIDES)}; received "
                              f"{config_file!r}.")
         if tokenizer is not None and type(tokenizer) not in _ALGORITHMS:
-            raise TypeError("`tokenizer` must be a keras_attention SubwordTokenizer or "
-                            f"SentencePieceTokenizer; received {type(tokenizer).__name__}.")
+            raise TypeError("`tokenizer` must be a keras_attention SubwordTokenizer, "
+                            "SentencePieceTokenizer or MarianTokenizer; received "
+                            f"{type(tokenizer).__name__}.")
         inferred = _ALGORITHMS[type(tokenizer)] if tokenizer is not None else None
         algorithm = algorithm or inferred or "wordpiece"
         if algorithm not in _ALGORITHMS.values() or (inferred and algorithm != inferred):
-            raise ValueError(f"`algorithm` must be 'wordpiece' or 'sentencepiece' (and the "
-                             f"tokenizer's own); received {algorithm!r}.")
+            raise ValueError(f"`algorithm` must be one of {sorted(_ALGORITHMS.values())} (and "
+                             f"the tokenizer's own); received {algorithm!r}.")
         super().__init__(config_file=config_file, **kwargs)
         self.algorithm = algorithm
         self.side = SIDES[config_file]
@@ -77,7 +81,7 @@ class TransformerTokenizer(keras_hub.tokenizers.Tokenizer):
         self._add_special_token(RESERVED_TOKENS[END_ID], "end_token")
         self._add_special_token(RESERVED_TOKENS[PAD_ID], "pad_token")
         self.file_assets = [f"{self.side}.json", f"{self.side}.vocab.txt"] + (
-            [f"{self.side}.model"] if algorithm == "sentencepiece" else [])
+            [f"{self.side}.model"] if algorithm in ("sentencepiece", "marian") else [])
         if tokenizer is not None:
             self.set_tokenizer(tokenizer)
 

@@ -40,15 +40,10 @@ def keras_hub_task(model, source_tokenizer, target_tokenizer, settings):
     preprocessor of the two tokenizers (sequence lengths: the model's
     `max_length`) and `settings`, uncompiled (cheaper; keras-hub's
     `generate` and `as_keras_hub_task` compile it when they need to)."""
-    from keras_attention.hub import TransformerSeq2SeqLMPreprocessor, TransformerTokenizer
+    from keras_attention.hub import TransformerSeq2SeqLMPreprocessor
 
-    limit = model.max_length
-    preprocessor = TransformerSeq2SeqLMPreprocessor(
-        TransformerTokenizer(source_tokenizer, config_file="tokenizer.json",
-                             name="source_tokenizer"),
-        TransformerTokenizer(target_tokenizer, config_file="target_tokenizer.json",
-                             name="target_tokenizer"),
-        encoder_sequence_length=limit, decoder_sequence_length=limit)
+    preprocessor = TransformerSeq2SeqLMPreprocessor.from_tokenizers(
+        source_tokenizer, target_tokenizer, model.max_length)
     return _task(model, preprocessor, settings)
 
 

@@ -184,6 +184,8 @@ def _from_local_directory(cls, directory):
             f"({CONFIG_FILE}, {MODEL_WEIGHTS_FILE}, {ASSETS_DIR}/), a run directory "
             "(config.json, model.keras, vocab/) nor an export (assets.extra/export.json).")
     config = read_json(path_inside(directory, CONFIG_FILE))
+    if config.get("model_type") == "marian":  # Hugging Face's layout of an OPUS-MT model
+        return _from_marian_folder(cls, directory)
     if "class_name" in config:  # a preset: a serialized model
         _missing(directory, "a preset directory", (MODEL_WEIGHTS_FILE,))
         # Every file it reads, inside it (a link out of it is refused).
@@ -201,6 +203,14 @@ def _from_local_directory(cls, directory):
     return cls(keras.saving.load_model(os.path.join(directory, "model.keras")),
                *load_tokenizers(os.path.join(directory, "vocab")), **settings.to_dict(),
                metadata=metadata)
+
+
+def _from_marian_folder(cls, directory):
+    """A Hugging Face Marian (OPUS-MT) model, converted (`keras_attention.convert`)."""
+    from keras_attention.convert import load_marian
+
+    model, source, target, settings, metadata = load_marian(directory)
+    return cls(model, source, target, **settings, metadata=metadata)
 
 
 def _from_preset_files(cls, get_file):
@@ -263,6 +273,12 @@ def _from_remote_preset(cls, handle):
     if scheme not in REMOTE_SCHEMES:
         raise ValueError(f"Unknown preset handle scheme {scheme!r} in {handle!r}; expected a "
                          "local directory or a kaggle://... or hf://... handle.")
+    if scheme == "hf":
+        from keras_attention.convert import marian_snapshot
+
+        marian = marian_snapshot(handle)
+        if marian is not None:
+            return _from_marian_folder(cls, marian)
     try:
         import keras_hub
     except ImportError:
