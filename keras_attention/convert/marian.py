@@ -366,6 +366,7 @@ def load_marian(directory, model_class=None):
     model_class = model_class or Transformer
 
     config, vocabularies, generation = read_marian_folder(directory)
+    tokenizer_config = _read_json(directory, "tokenizer_config.json", required=False) or {}
     arguments = transformer_arguments(config, vocabularies, directory)
     tensors, file_name = read_checkpoint(directory)
     weights = marian_weights(tensors, arguments, vocabularies,
@@ -388,5 +389,8 @@ def load_marian(directory, model_class=None):
     metadata = {"converted_from": {
         "format": "Hugging Face Marian", "directory": os.path.abspath(directory),
         "weights_file": file_name, "name_or_path": config.get("_name_or_path"),
-        "transformers_version": config.get("transformers_version")}}
+        "transformers_version": config.get("transformers_version"),
+        "languages": ([tokenizer_config["source_lang"], tokenizer_config["target_lang"]]
+                      if tokenizer_config.get("source_lang") and tokenizer_config.get(
+                          "target_lang") else None)}}
     return model, *tokenizers, settings, metadata

@@ -42,10 +42,12 @@ EXAMPLES = {
 
 def source_language(translator):
     """The model's source language code, as its metadata records it (a
-    shipped preset's `zoo.languages`, a run's `config.source_lang`), or
-    "en" (the bundled corpus's)."""
+    shipped preset's `zoo.languages`, a converted OPUS-MT model's
+    `converted_from.languages`, a run's `config.source_lang`), or "en" (the
+    bundled corpus's)."""
     metadata = translator.metadata
-    languages = (metadata.get("zoo") or {}).get("languages")
+    languages = ((metadata.get("zoo") or {}).get("languages")
+                 or (metadata.get("converted_from") or {}).get("languages"))
     if languages:
         return languages[0]
     return (metadata.get("config") or {}).get("source_lang") or "en"

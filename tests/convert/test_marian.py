@@ -280,8 +280,11 @@ def test_the_playground_looks_inside_a_converted_model():
     """The playground's analysis (what its page shows) on a converted model:
     the translations, every head's attention over the pieces."""
     from keras_attention.playground import analysis
+    from keras_attention.playground.server import source_language
 
     translator = _translator(FIRST)
+    assert translator.metadata["converted_from"]["languages"][0] == "en"
+    assert source_language(translator) == "en"  # the page's example sentences
     result = analysis.analyze(translator, "The cat sleeps.", beam_size=2)
     assert len(result["translations"]) == 2
     assert result["source_tokens"][0] == "▁The"
