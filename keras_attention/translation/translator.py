@@ -361,7 +361,12 @@ class Translator:
         - an exported SavedModel's version folder or its `assets.extra/`
           (`model.keras`, `vocab/`, `export.json`);
         - a `kaggle://...` or `hf://...` handle of an uploaded preset,
-          loaded by keras-hub (`keras_hub.models.Seq2SeqLM.from_preset`).
+          loaded by keras-hub (`keras_hub.models.Seq2SeqLM.from_preset`);
+        - a Hugging Face Marian (OPUS-MT) model, converted
+          (`keras_attention.convert`; docs/hugging_face.md): its folder
+          (`config.json` with `model_type: marian`, `model.safetensors`,
+          `source.spm`, `target.spm`, `vocab.json`, ...) or its `hf://` handle
+          (`"hf://Helsinki-NLP/opus-mt-en-es"`).
 
         `dtype`: the Keras dtype policy to compute in (`"float32"`,
         `"mixed_bfloat16"`, `"mixed_float16"`); by default the one the model
