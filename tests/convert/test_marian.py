@@ -225,7 +225,7 @@ def test_every_exit_gives_the_same_tokens(tmp_path):
 
 
 @pytest.mark.slow  # exports or quantizes (out of the quick tier)
-def test_int8_lora_and_bfloat16_work_on_a_converted_model():
+def test_int8_lora_and_bfloat16_work_on_a_converted_model(no_gc_per_quantized_layer):
     """int8 (every kernel and embedding), keras-hub's LoRA on the task's
     backbone, and the model in mixed_bfloat16: logits near float32's."""
     from keras_attention.models.precision import with_dtype_policy
