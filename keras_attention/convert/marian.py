@@ -145,8 +145,9 @@ class MarianVocabulary:
 
 
 def read_marian_folder(directory):
-    """`(config, vocabularies, generation_config)` of a Marian folder, checked:
-    `vocabularies` is `(source, target)` `MarianVocabulary`s."""
+    """`(config, vocabularies, generation_config, tokenizer_config)` of a
+    Marian folder, checked: `vocabularies` is `(source, target)`
+    `MarianVocabulary`s."""
     config = _read_json(directory, "config.json")
     if config.get("model_type") != MODEL_TYPE:
         raise ValueError(f"{directory}/config.json has model_type "
@@ -163,7 +164,7 @@ def read_marian_folder(directory):
         raise ValueError(f"{directory}/config.json's pad_token_id {config['pad_token_id']} is "
                          f"not {target_file}'s '<pad>' ({target.pad_id}).")
     generation = _read_json(directory, "generation_config.json", required=False) or {}
-    return config, (source, target), generation
+    return config, (source, target), generation, tokenizer_config
 
 
 def transformer_arguments(config, vocabularies, directory=""):
@@ -365,8 +366,7 @@ def load_marian(directory, model_class=None):
 
     model_class = model_class or Transformer
 
-    config, vocabularies, generation = read_marian_folder(directory)
-    tokenizer_config = _read_json(directory, "tokenizer_config.json", required=False) or {}
+    config, vocabularies, generation, tokenizer_config = read_marian_folder(directory)
     arguments = transformer_arguments(config, vocabularies, directory)
     tensors, file_name = read_checkpoint(directory)
     weights = marian_weights(tensors, arguments, vocabularies,

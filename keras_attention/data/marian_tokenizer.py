@@ -24,7 +24,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from keras_attention._constants import RESERVED_TOKENS, UNK_ID
-from keras_attention._io import atomic_write_text
+from keras_attention._io import atomic_write_text, file_inside
 from keras_attention.data._tokenizer_base import (
     FORMAT_VERSION,
     _normalize,
@@ -140,8 +140,6 @@ class MarianTokenizer(_Tokenizer):
 
     @classmethod
     def from_config(cls, directory, prefix, config):
-        from keras_attention._io import file_inside
-
         model_path = file_inside(directory, prefix, config, "model_file")
         vocab_path = file_inside(directory, prefix, config, "vocabulary_file")
         for path in (model_path, vocab_path):
