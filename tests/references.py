@@ -198,11 +198,12 @@ def masked_cross_entropy(labels, logits, eps):
 # --------------------------------------------------------------------------- decoding
 
 
-def sequence_scores(logits, tokens, end_id, alpha, padding_id=0):
-    """log P(Y|X) / ((5 + |Y|) / 6)^alpha (GNMT's length penalty) of each row
-    of `tokens` [B, L] from teacher-forced `logits` [B, L, V], with the padding
-    id excluded from the softmax as the searches exclude it; |Y| counts the
-    end token (all L without one)."""
+def sequence_scores(logits, tokens, end_id, alpha, padding_id=0, form="gnmt"):
+    """log P(Y|X) / ((5 + |Y|) / 6)^alpha (GNMT's length penalty; with
+    `form="power"` log P(Y|X) / |Y|^alpha, Marian's and Hugging Face's) of
+    each row of `tokens` [B, L] from teacher-forced `logits` [B, L, V], with
+    the padding id excluded from the softmax as the searches exclude it; |Y|
+    counts the end token (all L without one)."""
     logits = np.array(logits, np.float64)
     logits[..., padding_id] = -np.inf
     log_probs = logits - logits.max(-1, keepdims=True)
@@ -212,5 +213,6 @@ def sequence_scores(logits, tokens, end_id, alpha, padding_id=0):
         ends = np.flatnonzero(y == end_id)
         length = ends[0] + 1 if len(ends) else len(y)
         log_p = sum(log_probs[row, t, y[t]] for t in range(length))
-        scores.append(log_p / ((5.0 + length) / 6.0) ** alpha)
+        penalty = length ** alpha if form == "power" else ((5.0 + length) / 6.0) ** alpha
+        scores.append(log_p / penalty)
     return np.array(scores)

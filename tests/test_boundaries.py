@@ -55,7 +55,7 @@ PRIVATE_LIBRARY_EXCEPTIONS = {
 THROUGH_THE_TRANSLATOR = ("recipes/translation", "keras_attention/playground",
                           "keras_attention/visualization", "keras_attention/export")
 DECODING_NAMES_ALLOWED = {"DecodingSettings", "DEFAULTS", "gnmt_length_penalty",
-                          "check_early_stopping"}
+                          "length_penalty", "check_early_stopping"}
 
 # The package's floors, lowest first. A module imports modules of its own
 # package (a subpackage, or the one root module it is) and of lower floors,

@@ -345,11 +345,19 @@ def _check_positions(table, d, path, name):
 
 def decoding_settings(generation, config, max_length):
     """`DecodingSettings` arguments of a Marian `generation_config.json`
-    (falling back to `config.json`, as transformers does)."""
+    (falling back to `config.json`, as transformers does): its beams, its
+    length penalty in transformers' form (log P(Y|X) / |Y|^alpha, alpha 1.0
+    when unset: `length_penalty_form="power"`), its `early_stopping` (the
+    same names and meanings) and its `max_length`."""
     def value(name, default=None):
         return generation.get(name, config.get(name, default))
 
-    settings = {"beam_size": int(value("num_beams", 1) or 1)}
+    settings = {"beam_size": int(value("num_beams", 1) or 1),
+                "length_penalty": float(value("length_penalty", 1.0)),
+                "length_penalty_form": "power"}
+    early_stopping = value("early_stopping", False)  # transformers' names and meanings
+    if early_stopping in (True, False, "never"):
+        settings["early_stopping"] = early_stopping
     limit = value("max_length")
     if limit is not None:  # transformers counts the decoder start token
         settings["max_output_length"] = max(1, min(int(limit) - 1, max_length))

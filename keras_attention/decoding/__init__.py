@@ -3,11 +3,13 @@
 
 Both return `(tokens [B, L], scores [B])` with one meaning of `scores`:
 log P(Y|X) / lp(Y), the GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha
-with alpha = `length_penalty` (0.6 by default; 0 gives the log-probability).
+with alpha = `length_penalty` (0.6 by default; 0 gives the log-probability),
+or with `length_penalty_form="power"` lp(Y) = |Y|^alpha (Marian's,
+fairseq's, Hugging Face's and CTranslate2's).
 
 Modules: `greedy` (`greedy_search`), `beam` (`beam_search`), `settings`
 (`DecodingSettings`: each decoding setting's one default and validation;
-`gnmt_length_penalty`, the one length penalty), `_loop` (what the searches
+`length_penalty`, the one length penalty), `_loop` (what the searches
 share); `search`, which picks one by beam size, is defined here.
 """
 
@@ -18,10 +20,12 @@ from keras_attention.decoding.beam import beam_search
 from keras_attention.decoding.greedy import greedy_search
 from keras_attention.decoding.settings import (
     DEFAULTS,
+    LENGTH_PENALTY_FORMS,
     DecodingSettings,
     check_early_stopping,
     check_num_return_sequences,
     gnmt_length_penalty,
+    length_penalty,
 )
 
 
@@ -39,9 +43,10 @@ def empty_sources(encoder_tokens, end_id):
 
 def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAULTS.beam_size,
            length_penalty=DEFAULTS.length_penalty, num_return_sequences=None,
-           early_stopping=DEFAULTS.early_stopping):
+           early_stopping=DEFAULTS.early_stopping,
+           length_penalty_form=DEFAULTS.length_penalty_form):
     """`greedy_search` when `beam_size == 1`, `beam_search` otherwise, both
-    with `length_penalty` (`early_stopping` goes to `beam_search`; greedy
+    with `length_penalty` in `length_penalty_form` (`early_stopping` goes to `beam_search`; greedy
     search stops when its one hypothesis ends, whatever it says); returns
     `(tokens [B, L], scores [B])`, scores log P(Y|X) / lp(Y) whatever the
     beam size, or with
@@ -54,14 +59,16 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
     check_num_return_sequences(num_return_sequences, beam_size)
     if beam_size == 1:
         tokens, scores = greedy_search(model, encoder_tokens, max_length, start_id, end_id,
-                                       length_penalty=length_penalty)
+                                       length_penalty=length_penalty,
+                                       length_penalty_form=length_penalty_form)
         if num_return_sequences is not None:
             tokens, scores = tokens[:, None], scores[:, None]
     else:
         tokens, scores = beam_search(model, encoder_tokens, max_length, start_id, end_id,
                                      beam_size=beam_size, length_penalty=length_penalty,
                                      num_return_sequences=num_return_sequences,
-                                     early_stopping=early_stopping)
+                                     early_stopping=early_stopping,
+                                     length_penalty_form=length_penalty_form)
     # Empty in, empty out: whatever the model made of an empty source.
     empty = ops.reshape(empty_sources(encoder_tokens, end_id),
                         (-1,) + (1,) * (len(scores.shape) - 1))  # [B] or [B, 1]
@@ -72,6 +79,6 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
     return tokens, scores
 
 
-__all__ = ["DEFAULTS", "DecodingSettings", "beam_search", "check_early_stopping",
-           "check_num_return_sequences", "empty_sources", "gnmt_length_penalty",
-           "greedy_search", "search"]
+__all__ = ["DEFAULTS", "DecodingSettings", "LENGTH_PENALTY_FORMS", "beam_search",
+           "check_early_stopping", "check_num_return_sequences", "empty_sources",
+           "gnmt_length_penalty", "greedy_search", "length_penalty", "search"]

@@ -14,13 +14,15 @@ from keras import ops
 
 from keras_attention._constants import MASKED_LOGIT, PAD_ID
 from keras_attention._validation import check_positive_int
-from keras_attention.decoding.settings import DecodingSettings, gnmt_length_penalty
+from keras_attention.decoding.settings import DecodingSettings, length_penalty
 
 
-def check_search_args(model, max_length, start_id, end_id, beam_size, length_penalty):
+def check_search_args(model, max_length, start_id, end_id, beam_size, length_penalty,
+                      length_penalty_form="gnmt"):
     check_positive_int("max_length", max_length)
     # The settings' one validation (`DecodingSettings`).
-    DecodingSettings.check({"beam_size": beam_size, "length_penalty": length_penalty})
+    DecodingSettings.check({"beam_size": beam_size, "length_penalty": length_penalty,
+                            "length_penalty_form": length_penalty_form})
     if max_length > model.max_length:
         raise ValueError(
             f"`max_length`={max_length} exceeds the model's max_length="
@@ -165,8 +167,8 @@ def _without_padding(logits):
     return ops.where(is_pad, ops.cast(MASKED_LOGIT, logits.dtype), logits)
 
 
-def normalized_score(log_prob, length, alpha):
+def normalized_score(log_prob, length, alpha, form="gnmt"):
     """The score of a hypothesis in both searches: log P(Y|X) / lp(Y), with
-    lp the GNMT length penalty and |Y| = `length` generated tokens, the end
-    token included (`max_length` for a hypothesis that never ended)."""
-    return log_prob / gnmt_length_penalty(length, alpha)
+    lp the length penalty of `form` and |Y| = `length` generated tokens, the
+    end token included (`max_length` for a hypothesis that never ended)."""
+    return log_prob / length_penalty(length, alpha, form)

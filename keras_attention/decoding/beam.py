@@ -1,4 +1,4 @@
-"""Beam search with the GNMT length penalty, over the key/value cache.
+"""Beam search with a length penalty, over the key/value cache.
 
 Shape legend: B batch, K beams, L maximum decoded length, V vocabulary size.
 The beams of sentence b are rows b*K ... b*K + K - 1 of the model's batch.
@@ -17,7 +17,9 @@ from keras_attention.decoding.settings import (
     DEFAULTS,
     check_early_stopping,
     check_num_return_sequences,
-    gnmt_length_penalty,
+)
+from keras_attention.decoding.settings import (
+    length_penalty as length_penalty_of,
 )
 from keras_attention.layers import update_slice
 
@@ -33,13 +35,15 @@ def beam_search(
     use_cache=True,
     num_return_sequences=None,
     early_stopping=DEFAULTS.early_stopping,
+    length_penalty_form=DEFAULTS.length_penalty_form,
 ):
     """Finds high-scoring translations with beam search.
 
     Keeps `beam_size` live hypotheses and the `beam_size` best finished ones
     (ended by `end_id`), scored as `greedy_search` scores its one hypothesis:
-    log P(Y|X) / lp(Y) with the GNMT length penalty
-    lp(Y) = ((5 + |Y|) / 6)^length_penalty, |Y| counting the end token. When
+    log P(Y|X) / lp(Y) with the length penalty of `length_penalty_form`
+    (GNMT's lp(Y) = ((5 + |Y|) / 6)^length_penalty by default,
+    |Y|^length_penalty for `"power"`), |Y| counting the end token. When
     a sentence stops is `early_stopping`'s choice (the names and meanings of
     Hugging Face's `GenerationConfig.early_stopping`); the loop stops when
     every sentence has. Each step runs
@@ -77,6 +81,9 @@ def beam_search(
             With `True` and `False`, as in those libraries, a candidate
             ending in `end_id` finishes only when it ranks among the step's
             best `beam_size` candidates, so a beam of one is greedy search.
+        length_penalty_form: `"gnmt"` (the default) or `"power"`
+            (`DecodingSettings`); the bounds above hold for both, as lp
+            grows with |Y|.
 
     Returns:
         `(tokens, scores)`: int32 `tokens` `[B, L]` of the best hypothesis,
@@ -96,7 +103,8 @@ def beam_search(
     References:
         Wu et al., "Google's Neural Machine Translation System", 2016, eq. 14.
     """
-    check_search_args(model, max_length, start_id, end_id, beam_size, length_penalty)
+    check_search_args(model, max_length, start_id, end_id, beam_size, length_penalty,
+                      length_penalty_form)
     check_early_stopping(early_stopping)
     check_num_return_sequences(num_return_sequences, beam_size)
     k = beam_size
@@ -120,7 +128,10 @@ def beam_search(
         ops.zeros((batch_size, k), "bool"),  # finished flags
         ops.zeros((batch_size,), "bool"),  # sentences done
     )
-    max_lp = gnmt_length_penalty(max_length, length_penalty)
+    max_lp = length_penalty_of(max_length, length_penalty, length_penalty_form)
+
+    def score(log_probs, length):
+        return normalized_score(log_probs, length, length_penalty, length_penalty_form)
 
     def last_tokens(state, i):
         return ops.slice(state[0], (0, i), (rows, 1))  # [B*K, 1]
@@ -157,7 +168,7 @@ def beam_search(
         finishes = ops.logical_and(ops.logical_and(ends, may_finish[None, :]),
                                    ops.logical_not(done)[:, None])  # [B, 2K]
         new_scores = ops.where(
-            finishes, normalized_score(top_log_probs, i + 1, length_penalty),
+            finishes, score(top_log_probs, i + 1),
             MASKED_LOGIT)  # [B, 2K]
         fin_scores, fin_pos = ops.top_k(ops.concatenate([fin_scores, new_scores], 1), k)
         fin_seq = gather(ops.concatenate([fin_seq, top_seq], 1), fin_pos)
@@ -175,7 +186,7 @@ def beam_search(
             # best a live beam can still reach is its log-probability over lp(L).
             best_alive = alive_log_probs[:, 0] / max_lp  # [B]
         else:  # the best live beam's score if it ended now, with i + 1 tokens
-            best_alive = normalized_score(alive_log_probs[:, 0], i + 1, length_penalty)
+            best_alive = score(alive_log_probs[:, 0], i + 1)
         worst_finished = ops.min(ops.where(fin_flags, fin_scores, MASKED_LOGIT), axis=1)  # [B]
         return ops.logical_and(all_finished, worst_finished >= best_alive)
 
@@ -196,23 +207,24 @@ def beam_search(
     )
     if num_return_sequences is not None:
         return _n_best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags,
-                       num_return_sequences, max_length, length_penalty)
+                       num_return_sequences, max_length, score)
     any_finished = ops.any(fin_flags, axis=1)  # [B]
     alive_best = ops.reshape(sequences, (batch_size, k, length))[:, 0]  # [B, L + 1]
     tokens = ops.where(any_finished[:, None], fin_seq[:, 0], alive_best)[:, 1:]  # [B, L]
-    alive_score = normalized_score(alive_log_probs[:, 0], max_length, length_penalty)
+    alive_score = score(alive_log_probs[:, 0], max_length)
     scores = ops.where(any_finished, fin_scores[:, 0], alive_score)  # [B]
     return tokens, scores
 
 
 def _n_best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, n, max_length,
-            length_penalty):
+            score):
     """The n best hypotheses `([B, n, L], [B, n])`: the finished ones by score
     (`top_k` keeps them sorted, finished first), then the live ones by
-    log-probability, scored at |Y| = L, as the 1-best rule ranks them."""
+    log-probability, scored at |Y| = L (`score(log_probs, length)`), as the
+    1-best rule ranks them."""
     batch_size, k = ops.shape(fin_scores)[0], fin_scores.shape[1]
     alive_seq = ops.reshape(sequences, (batch_size, k, -1))  # [B, K, L + 1]
-    alive_scores = normalized_score(alive_log_probs, max_length, length_penalty)  # [B, K]
+    alive_scores = score(alive_log_probs, max_length)  # [B, K]
     finished = ops.sum(ops.cast(fin_flags, "int32"), axis=1, keepdims=True)  # [B, 1]
     slot = ops.arange(n, dtype="int32")[None, :]  # [1, n]
     # Slot j: finished hypothesis j while j < finished, else live one j - finished.

@@ -16,7 +16,8 @@ from keras_attention.layers import update_slice
 
 
 def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
-                  length_penalty=DEFAULTS.length_penalty, use_cache=True):
+                  length_penalty=DEFAULTS.length_penalty, use_cache=True,
+                  length_penalty_form=DEFAULTS.length_penalty_form):
     """Decodes the most probable token at each step.
 
     The source is encoded once; each step runs only the new position through
@@ -30,18 +31,19 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
         max_length: L, the most tokens to generate (end token included).
         start_id: the token that starts every target.
         end_id: the token that ends a target.
-        length_penalty: alpha >= 0 of the score's GNMT length penalty (the
+        length_penalty: alpha >= 0 of the score's length penalty (the
             same default as `beam_search`; 0: the score is the
             log-probability). It does not change the tokens.
         use_cache: if False, recompute the whole prefix at every step (slow;
             the reference the cached search must equal).
+        length_penalty_form: `"gnmt"` or `"power"` (`DecodingSettings`).
 
     Returns:
         `(tokens, scores)`: int32 `tokens` `[B, L]` without the start token,
         ending with `end_id` and padded with 0 after it (no end token when a
         sentence reached `max_length` without one); float32 `scores` `[B]`,
-        log P(Y|X) / lp(Y) with the GNMT length penalty
-        lp(Y) = ((5 + |Y|) / 6)^length_penalty, |Y| the generated tokens
+        log P(Y|X) / lp(Y) with the length penalty (GNMT's
+        lp(Y) = ((5 + |Y|) / 6)^length_penalty by default), |Y| the generated tokens
         (end token included; L without one): the score `beam_search`
         gives its hypotheses.
 
@@ -52,7 +54,8 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
     >>> tokens.shape, scores.shape
     ((1, 8), (1,))
     """
-    check_search_args(model, max_length, start_id, end_id, 1, length_penalty)
+    check_search_args(model, max_length, start_id, end_id, 1, length_penalty,
+                      length_penalty_form)
     encoder_outputs, encoder_mask = encode_source(model, encoder_tokens)
     batch_size = ops.shape(encoder_outputs)[0]
     sequences = ops.concatenate(
@@ -91,4 +94,5 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
         model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
         keep_going, use_cache=use_cache,
     )
-    return sequences[:, 1:], normalized_score(log_probs_sum, lengths, length_penalty)
+    return sequences[:, 1:], normalized_score(log_probs_sum, lengths, length_penalty,
+                                             length_penalty_form)

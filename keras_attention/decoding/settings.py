@@ -1,11 +1,14 @@
 """The decoding settings, with their one default and their one validation,
-and the one GNMT length penalty every score of the package is divided by.
+and the one length penalty every score of the package is divided by (the
+GNMT form by default; the power form of Marian, fairseq, Hugging Face and
+CTranslate2 for the models converted from them).
 
 `DecodingSettings` is what the `Translator` owns (`translator.settings`) and
 what every consumer reads: the searches' callers, the SavedModel and
 CTranslate2 exports, the keras-hub task and sampler, the playground, the
 heatmaps and the recipes' `--beam-size`, `--length-penalty`,
-`--max-output-length` and `--early-stopping` flags. `DEFAULTS` holds the
+`--length-penalty-form`, `--max-output-length` and `--early-stopping`
+flags. `DEFAULTS` holds the
 defaults that the lower-level functions (`search`, `beam_search`, ...) show
 in their signatures.
 """
@@ -20,6 +23,8 @@ from keras_attention._constants import MAX_BEAM_SIZE, MAX_LENGTH_PENALTY, MAX_PO
 from keras_attention._validation import check_non_negative, check_positive_int
 
 EARLY_STOPPING_VALUES = ("never", True, False)
+# What `length_penalty_form` names: lp(Y) as a function of |Y| and alpha.
+LENGTH_PENALTY_FORMS = ("gnmt", "power")
 
 
 def check_early_stopping(early_stopping):
@@ -38,6 +43,13 @@ def check_num_return_sequences(num_return_sequences, beam_size):
                          "hypotheses. Pass a larger `beam_size`.")
 
 
+def _check_length_penalty_form_named(name, value):
+    if value not in LENGTH_PENALTY_FORMS:
+        shown = name if name.startswith("-") else f"`{name}`"
+        raise ValueError(f"{shown} must be one of {list(LENGTH_PENALTY_FORMS)}; received "
+                         f"{value!r}.")
+
+
 def _check_early_stopping_named(name, value):
     if not (isinstance(value, bool) or value == "never"):
         if name.startswith("-"):  # a command-line flag
@@ -52,9 +64,12 @@ class DecodingSettings:
 
     Attributes:
         beam_size: beams of the search (1: greedy).
-        length_penalty: GNMT length penalty alpha >= 0: hypotheses are
-            ranked, and scored, by log P(Y|X) / ((5 + |Y|) / 6)^alpha
-            (0: the log-probability).
+        length_penalty: length penalty alpha >= 0: hypotheses are ranked,
+            and scored, by log P(Y|X) / lp(Y) (0: the log-probability).
+        length_penalty_form: lp(Y) = ((5 + |Y|) / 6)^alpha for `"gnmt"`
+            (the default: Wu et al., 2016) or |Y|^alpha for `"power"` (the
+            form of Marian, fairseq, Hugging Face's `generate` and
+            CTranslate2, which a model converted from OPUS-MT keeps).
         max_output_length: most target tokens generated, `[END]` included
             (None: the model's `max_length`).
         early_stopping: when beam search stops a sentence: `False` (the
@@ -74,6 +89,7 @@ class DecodingSettings:
     length_penalty: float = 0.6
     max_output_length: "int | None" = None
     early_stopping: "str | bool" = False
+    length_penalty_form: str = "gnmt"
 
     def __post_init__(self):
         self.check(self.to_dict())
@@ -92,6 +108,7 @@ class DecodingSettings:
         checks = {
             "beam_size": lambda n, v: check_positive_int(n, v, maximum=MAX_BEAM_SIZE),
             "length_penalty": lambda n, v: check_non_negative(n, v, MAX_LENGTH_PENALTY),
+            "length_penalty_form": _check_length_penalty_form_named,
             "max_output_length": lambda n, v: check_positive_int(n, v, allow_none=True,
                                                                  maximum=MAX_POSITIONS),
             "early_stopping": lambda n, v: _check_early_stopping_named(n, v),
@@ -131,6 +148,14 @@ class DecodingSettings:
         except (TypeError, ValueError) as e:
             raise type(e)(f"{source}: {e}") from None
 
+    def search_options(self):
+        """The keyword arguments of `keras_attention.decoding.search` these
+        settings give (all but `max_output_length`, which is the search's
+        `max_length` through `output_length`)."""
+        return {"beam_size": self.beam_size, "length_penalty": self.length_penalty,
+                "early_stopping": self.early_stopping,
+                "length_penalty_form": self.length_penalty_form}
+
     def output_length(self, max_length):
         """Target tokens the search may generate for a model of `max_length`
         positions: `max_output_length`, at most `max_length`."""
@@ -140,14 +165,27 @@ class DecodingSettings:
 DEFAULTS = DecodingSettings()
 
 
-def gnmt_length_penalty(length, alpha):
-    """The GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al., 2016),
-    which every score in this package divides log P(Y|X) by (the searches,
-    the SavedModel, the playground, the CTranslate2 scores): float64 for a
-    Python number or a NumPy array, float32 for a tensor (inside a search)."""
+def length_penalty(length, alpha, form="gnmt"):
+    """The length penalty lp(Y) that every score in this package divides
+    log P(Y|X) by (the searches, the SavedModel, the playground, the
+    CTranslate2 scores), |Y| = `length` generated tokens, the end token
+    included: ((5 + |Y|) / 6)^alpha for `form="gnmt"` (Wu et al., 2016),
+    |Y|^alpha for `form="power"` (Marian's, fairseq's, Hugging Face's and
+    CTranslate2's). Float64 for a Python number or a NumPy array, float32
+    for a tensor (inside a search)."""
+    _check_length_penalty_form_named("length_penalty_form", form)
     if isinstance(length, (numbers.Number, np.ndarray)):
-        return ((5.0 + np.asarray(length, np.float64)) / 6.0) ** alpha
-    return ops.power((5.0 + ops.cast(length, "float32")) / 6.0, alpha)
+        length = np.asarray(length, np.float64)
+        return (length if form == "power" else (5.0 + length) / 6.0) ** alpha
+    length = ops.cast(length, "float32")
+    return ops.power(length if form == "power" else (5.0 + length) / 6.0, alpha)
 
 
-__all__ = ["DEFAULTS", "DecodingSettings", "check_early_stopping", "gnmt_length_penalty"]
+def gnmt_length_penalty(length, alpha):
+    """The GNMT length penalty lp(Y) = ((5 + |Y|) / 6)^alpha (Wu et al.,
+    2016): `length_penalty` in its default form."""
+    return length_penalty(length, alpha, "gnmt")
+
+
+__all__ = ["DEFAULTS", "DecodingSettings", "LENGTH_PENALTY_FORMS", "check_early_stopping",
+           "gnmt_length_penalty", "length_penalty"]

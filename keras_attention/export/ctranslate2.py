@@ -69,7 +69,7 @@ from keras import ops
 from keras_attention._constants import END_ID, PAD_ID, RESERVED_TOKENS, START_ID, UNK_ID
 from keras_attention._io import Layout, atomic_directory, check_replaceable
 from keras_attention._validation import as_sentences, check_positive_int
-from keras_attention.decoding import gnmt_length_penalty
+from keras_attention.decoding import length_penalty
 from keras_attention.export.saved_model import _check_translator
 
 # CTranslate2's weight types (`ctranslate2.specs.model_spec.ACCEPTED_MODEL_TYPES`,
@@ -420,8 +420,10 @@ def translate_with_ctranslate2(ct2_translator, translator, sentences, batch_size
             its `beam_size`, `length_penalty` alpha and `max_output_length`
             (`[END]` included; default and at most the model's `max_length`)
             go to CTranslate2, which ranks finished hypotheses by
-            log P(Y|X) / |Y|^alpha (ours by the GNMT ((5 + |Y|) / 6)^alpha;
-            the same only for alpha = 0). Its `early_stopping` is not
+            log P(Y|X) / |Y|^alpha: our `length_penalty_form="power"` (a
+            converted OPUS-MT model's); with the default GNMT form
+            ((5 + |Y|) / 6)^alpha the ranking is the same only for
+            alpha = 0. Its `early_stopping` is not
             CTranslate2's to choose: CTranslate2 stops as `True` does.
         sentences: a list of str (as `Translator.translate`: one string is
             refused, not read character by character; see `as_sentences`).
@@ -429,8 +431,9 @@ def translate_with_ctranslate2(ct2_translator, translator, sentences, batch_size
 
     Returns:
         `(translations, scores)`: lists of str and float in the input order;
-        the scores in our definition, log P(Y|X) / ((5 + |Y|) / 6)^alpha
-        (|Y| counts `[END]`), converted from CTranslate2's. An empty source
+        the scores in our definition, log P(Y|X) / lp(Y) with the
+        translator's `length_penalty_form` (|Y| counts `[END]`), converted
+        from CTranslate2's. An empty source
         gives "" and 0.0 (as the SavedModel).
     """
     import tensorflow as tf
@@ -466,6 +469,7 @@ def translate_with_ctranslate2(ct2_translator, translator, sentences, batch_size
             scores.append(0.0)
             continue
         log_prob = result.scores[0] * length ** alpha
-        scores.append(float(log_prob / gnmt_length_penalty(length, alpha)))
+        scores.append(float(log_prob / length_penalty(length, alpha,
+                                                      settings.length_penalty_form)))
     texts = target_tokenizer.detokenize(tf.ragged.constant(rows, dtype=tf.int32, ragged_rank=1))
     return [t.decode("utf-8") for t in texts.numpy()], scores

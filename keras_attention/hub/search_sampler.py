@@ -52,8 +52,7 @@ class SearchSampler(keras_hub.samplers.Sampler):
         settings = model.settings.replace(**self._overrides)
         length = ops.shape(prompt)[1]
         tokens, _ = search(model.backbone, encoder_token_ids, length - 1, START_ID, END_ID,
-                           settings.beam_size, settings.length_penalty,
-                           early_stopping=settings.early_stopping)  # [B, length - 1]
+                           **settings.search_options())  # [B, length - 1]
         start = ops.full((ops.shape(tokens)[0], 1), START_ID, dtype=tokens.dtype)
         return ops.cast(ops.concatenate([start, tokens], axis=1), prompt.dtype)
 

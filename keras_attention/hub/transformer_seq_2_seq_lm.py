@@ -60,7 +60,8 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
             `Translator.as_keras_hub_task` gives one on a backbone copy).
         preprocessor: a `TransformerSeq2SeqLMPreprocessor` (its sequence
             lengths cut to the model's `max_length`), or `None`.
-        beam_size, length_penalty, max_output_length, early_stopping: the
+        beam_size, length_penalty, max_output_length, early_stopping,
+        length_penalty_form: the
             decoding settings (`keras_attention.decoding.DecodingSettings`):
             the default search's (`SearchSampler`); `max_output_length` is
             also `generate`'s default `max_length`.
@@ -82,7 +83,8 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
 
     def __init__(self, backbone, preprocessor=None, beam_size=DEFAULTS.beam_size,
                  length_penalty=DEFAULTS.length_penalty, early_stopping=DEFAULTS.early_stopping,
-                 max_output_length=DEFAULTS.max_output_length, **kwargs):
+                 max_output_length=DEFAULTS.max_output_length,
+                 length_penalty_form=DEFAULTS.length_penalty_form, **kwargs):
         if preprocessor is not None:  # no longer than the model's positions
             preprocessor.encoder_sequence_length = min(preprocessor.encoder_sequence_length,
                                                        backbone.max_length)
@@ -97,7 +99,7 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
         # The task's decoding settings, checked here once, whatever sampler
         # `compile` gets later.
         self._settings = DecodingSettings(beam_size, length_penalty, max_output_length,
-                                          early_stopping)
+                                          early_stopping, length_penalty_form)
         self.backbone = backbone
         self.preprocessor = preprocessor
         inputs = {
@@ -153,6 +155,7 @@ class TransformerSeq2SeqLM(keras_hub.models.Seq2SeqLM):
     length_penalty = property(lambda self: self._settings.length_penalty)
     max_output_length = property(lambda self: self._settings.max_output_length)
     early_stopping = property(lambda self: self._settings.early_stopping)
+    length_penalty_form = property(lambda self: self._settings.length_penalty_form)
 
     def with_settings(self, compile=True, **overrides):  # noqa: A002  (keras-hub's name)
         """This task (the same backbone and preprocessor) with other

@@ -105,6 +105,7 @@ def analyze(translator, text, beam_size=None, target=None):
         "mode": "translate" if target is None else "forced",
         "beam_size": beams,
         "length_penalty": translator.length_penalty,
+        "length_penalty_form": translator.length_penalty_form,
         "translations": translations,
         "source_tokens": details.source_tokens,
         "target_tokens": details.target_tokens,

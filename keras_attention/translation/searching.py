@@ -72,18 +72,20 @@ _DETOKENIZE = weakref.WeakKeyDictionary()
 _DETAILS = weakref.WeakKeyDictionary()
 
 
-def _compiled_search(model, beam_size, length_penalty, max_length, num_return_sequences,
-                     jit_compile=False, early_stopping=DEFAULTS.early_stopping):
-    """The search as a tf.function with one trace for every `[B, S]`; with
-    `jit_compile`, XLA compiles it (once per concrete shape): one fused
-    program per decoding step instead of ~1,700 graph ops run one by one."""
-    key = (beam_size, length_penalty, max_length, num_return_sequences,
-           xla_ops_allowed(), bool(jit_compile), early_stopping)  # read when traced
+def _compiled_search(model, settings, num_return_sequences, jit_compile=False):
+    """The search of `settings` (a `DecodingSettings`) as a tf.function with
+    one trace for every `[B, S]`; with `jit_compile`, XLA compiles it (once
+    per concrete shape): one fused program per decoding step instead of
+    ~1,700 graph ops run one by one."""
+    max_length = settings.output_length(model.max_length)
+    key = (settings.replace(max_output_length=max_length), num_return_sequences,
+           xla_ops_allowed(), bool(jit_compile))  # read when traced
     searches = _SEARCHES.setdefault(model, {})
     if key not in searches:
         searches[key] = tf.function(
-            lambda tokens: search(model, tokens, max_length, START_ID, END_ID, beam_size,
-                                  length_penalty, num_return_sequences, early_stopping),
+            lambda tokens: search(model, tokens, max_length, START_ID, END_ID,
+                                  num_return_sequences=num_return_sequences,
+                                  **settings.search_options()),
             input_signature=[tf.TensorSpec([None, None], tf.int32)],
             jit_compile=bool(jit_compile), autograph=False,
         )
@@ -120,7 +122,8 @@ def _detokenize_fn(tokenizer):
 def translate(model, source_tokenizer, target_tokenizer, sentences,
               beam_size=DEFAULTS.beam_size, length_penalty=DEFAULTS.length_penalty,
               max_length=None, batch_size=64, verbose=1, num_return_sequences=None,
-              jit_compile=False, early_stopping=DEFAULTS.early_stopping):
+              jit_compile=False, early_stopping=DEFAULTS.early_stopping,
+              length_penalty_form=DEFAULTS.length_penalty_form):
     """Translates `sentences` (a list of str) with beam search (greedy for
     `beam_size=1`): the function under `Translator.translate`, for a model
     and tokenizers without a translator (`max_length` is the translator's
@@ -135,13 +138,15 @@ def translate(model, source_tokenizer, target_tokenizer, sentences,
 
     Returns:
         `(translations, scores)`: lists of str and float in the input order;
-        each score is log P(Y|X) / ((5 + |Y|) / 6)^length_penalty (the
-        `score` of the exported SavedModel), whatever the beam size. With
+        each score is log P(Y|X) / lp(Y), lp the length penalty of
+        `length_penalty_form` (GNMT's ((5 + |Y|) / 6)^length_penalty by
+        default; the `score` of the exported SavedModel), whatever the beam size. With
         `num_return_sequences=n` (at most `beam_size`), each element is
         instead a list: the n best translations, best first, and their scores.
         `early_stopping` goes to `beam_search`.
     """
-    settings = DecodingSettings(beam_size, length_penalty, max_length, early_stopping)
+    settings = DecodingSettings(beam_size, length_penalty, max_length, early_stopping,
+                                length_penalty_form)
     texts, scores, _ = _search(model, source_tokenizer, target_tokenizer,
                                as_sentences(sentences, "sentences"),
                                settings, batch_size, verbose, num_return_sequences, jit_compile)
@@ -165,9 +170,7 @@ def _search(model, source_tokenizer, target_tokenizer, sentences, settings, batc
     # in, empty out is the search's: an empty source gives [END] alone, "".)
     order = list(np.argsort([len(row) for row in ids], kind="stable"))
 
-    search = _compiled_search(model, settings.beam_size, settings.length_penalty,
-                              settings.output_length(limit), num_return_sequences, jit_compile,
-                              settings.early_stopping)
+    search = _compiled_search(model, settings, num_return_sequences, jit_compile)
     detokenize = _detokenize_fn(target_tokenizer)
 
     n = num_return_sequences

@@ -15,7 +15,7 @@ import tensorflow as tf
 
 from keras_attention._validation import check_bool
 from keras_attention.data.tokenizers import END_ID, START_ID
-from keras_attention.decoding import DEFAULTS, DecodingSettings, gnmt_length_penalty, search
+from keras_attention.decoding import DEFAULTS, DecodingSettings, length_penalty, search
 from keras_attention.presets import builtin_presets, classproperty
 from keras_attention.translation import exports, fine_tuning, presets
 from keras_attention.translation.searching import (
@@ -45,7 +45,7 @@ class Translator:
         source_tokenizer, target_tokenizer: its tokenizers
             (`keras_attention.data.SubwordTokenizer` or `SentencePieceTokenizer`).
         beam_size: beams of the search (1: greedy).
-        length_penalty: GNMT length penalty alpha >= 0 (0: the score is the
+        length_penalty: length penalty alpha >= 0 (0: the score is the
             log-probability).
         max_output_length: most target tokens generated (default: the
             model's `max_length`).
@@ -53,6 +53,9 @@ class Translator:
             `False` (the default: Hugging Face's heuristic), `"never"` (the
             exact bound) or `True` (once `beam_size` hypotheses have
             finished: fairseq's, Marian's and CTranslate2's rule).
+        length_penalty_form: `"gnmt"` (the default: lp(Y) =
+            ((5 + |Y|) / 6)^alpha) or `"power"` (|Y|^alpha: Marian's and
+            Hugging Face's, which a converted OPUS-MT model keeps).
         metadata: a dict kept with the translator and written to
             `metadata.json` by `save_to_preset` (the training config, BLEU).
         jit_compile: compile the search with XLA (default True): one fused
@@ -76,8 +79,10 @@ class Translator:
     def __init__(self, model, source_tokenizer, target_tokenizer,
                  beam_size=DEFAULTS.beam_size, length_penalty=DEFAULTS.length_penalty,
                  max_output_length=DEFAULTS.max_output_length, metadata=None, jit_compile=True,
-                 early_stopping=DEFAULTS.early_stopping):
-        settings = DecodingSettings(beam_size, length_penalty, max_output_length, early_stopping)
+                 early_stopping=DEFAULTS.early_stopping,
+                 length_penalty_form=DEFAULTS.length_penalty_form):
+        settings = DecodingSettings(beam_size, length_penalty, max_output_length, early_stopping,
+                                    length_penalty_form)
         check_bool("jit_compile", jit_compile)
         exports.check_vocabularies(model, source_tokenizer, target_tokenizer)
         # The one holder of the model, the tokenizers and the decoding
@@ -114,6 +119,7 @@ class Translator:
     length_penalty = property(lambda self: self.settings.length_penalty)
     max_output_length = property(lambda self: self.settings.max_output_length)
     early_stopping = property(lambda self: self.settings.early_stopping)
+    length_penalty_form = property(lambda self: self.settings.length_penalty_form)
 
     def get_config(self):
         """The decoding settings (the model and tokenizers are saved as files)."""
@@ -142,11 +148,13 @@ class Translator:
             num_return_sequences: n (at most the beam size) for the n best
                 translations of each sentence: a list of lists, best first.
             return_scores: also return the scores, `(translations, scores)`:
-                each log P(Y|X) / ((5 + |Y|) / 6)^length_penalty, the `score`
-                of the exported SavedModel (lists of lists with
+                each log P(Y|X) / lp(Y) (GNMT's ((5 + |Y|) / 6)^length_penalty
+                unless `length_penalty_form="power"`: |Y|^length_penalty),
+                the `score` of the exported SavedModel (lists of lists with
                 `num_return_sequences`).
             **overrides: decoding settings for this call only (`beam_size`,
-                `length_penalty`, `max_output_length`, `early_stopping`), as
+                `length_penalty`, `max_output_length`, `early_stopping`,
+                `length_penalty_form`), as
                 `search` and `with_settings` take them.
 
         Example:
@@ -199,8 +207,8 @@ class Translator:
         export's graph is this call)."""
         settings = self.settings
         return search(self.model, encoder_tokens, settings.output_length(self.model.max_length),
-                      START_ID, END_ID, settings.beam_size, settings.length_penalty,
-                      num_return_sequences, settings.early_stopping)
+                      START_ID, END_ID, num_return_sequences=num_return_sequences,
+                      **settings.search_options())
 
     def _search(self, texts, batch_size, verbose, num_return_sequences, overrides):
         return _search(self.model, self.source_tokenizer, self.target_tokenizer,
@@ -226,8 +234,8 @@ class Translator:
         peak = logits.max(axis=-1, keepdims=True)
         log_probs = logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
         log_probs = log_probs[np.arange(len(target_ids)), target_ids]  # [T]
-        score = float(log_probs.sum() / gnmt_length_penalty(len(target_ids),
-                                                            self.length_penalty))
+        score = float(log_probs.sum() / length_penalty(len(target_ids), self.length_penalty,
+                                                       self.length_penalty_form))
         return AttentionDetails(
             source_ids=source_ids, source_tokens=self._tokens(self.source_tokenizer, source_ids),
             target_ids=target_ids, target_tokens=self._tokens(self.target_tokenizer, target_ids),

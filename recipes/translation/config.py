@@ -49,9 +49,14 @@ DECODING_FLAGS = {
                        "(Hugging Face's heuristic; the exact bound's BLEU at 1.4x its speed, "
                        "measured), never (the exact bound) or true (once beam-size hypotheses "
                        "have finished, as fairseq and CTranslate2)"),
+    "length_penalty_form": (str, "the length penalty's form: gnmt ((5 + |Y|) / 6)^alpha or "
+                            "power |Y|^alpha (Marian's, Hugging Face's and CTranslate2's)"),
 }
 DECODING_DEFAULTS = {"beam_size": 4, "length_penalty": 0.6, "max_output_length": None,
-                     "early_stopping": False}
+                     "early_stopping": False, "length_penalty_form": "gnmt"}
+# The values of `--length-penalty-form` (`keras_attention.decoding.LENGTH_PENALTY_FORMS`,
+# checked by tests/recipes).
+LENGTH_PENALTY_FORMS = ("gnmt", "power")
 # What a decoding setting left unset (None) means.
 DECODING_UNSET = {"max_output_length": "the model's --max-length"}
 # The sizes of `keras_attention.models.transformer.PRESETS` under the config's
@@ -196,6 +201,9 @@ class TranslationConfig:
     early_stopping: typing.Union[str, bool] = _field(
         DECODING_DEFAULTS["early_stopping"], DECODING_FLAGS["early_stopping"][1],
         type=early_stopping_value, metavar="{never,true,false}")
+    length_penalty_form: str = _field(
+        DECODING_DEFAULTS["length_penalty_form"], DECODING_FLAGS["length_penalty_form"][1],
+        choices=LENGTH_PENALTY_FORMS)
     eval_batch_size: int = _field(64, "sentences per decoding batch")
     max_eval_sentences: typing.Optional[int] = _field(None, "score only the first N sentences",
                                                       unset="all")
@@ -267,6 +275,7 @@ def add_decoding_flags(parser, default="the run's", notes=None):
         note = f"; {notes[name]}" if notes and name in notes else ""
         group.add_argument(_flag(name), type=kind, dest=name, default=None,
                            metavar="{never,true,false}" if name == "early_stopping" else None,
+                           choices=LENGTH_PENALTY_FORMS if name == "length_penalty_form" else None,
                            help=f"{help_text}{note} (default: {shown})")
     return parser
 

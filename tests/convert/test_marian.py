@@ -114,23 +114,31 @@ def test_greedy_translations_are_transformers(name):
             assert text == ""
 
 
+@pytest.mark.parametrize("kind", ["beam", "beam_no_length_penalty"])
 @pytest.mark.parametrize("name", CONFIGURATIONS)
-def test_beam_translations_are_transformers_without_a_length_penalty(name):
+def test_beam_translations_are_transformers(name, kind):
     """Beam search (4 beams, transformers' early-stopping heuristic) with the
-    log-probability as the score (alpha = 0, where both length penalties are
-    1): transformers' tokens and scores."""
+    settings the converter read from `generation_config.json` ("beam":
+    transformers' default length penalty, log P(Y|X) / |Y|^1.0, our
+    `length_penalty_form="power"`) and with the log-probability as the score
+    (alpha = 0): transformers' tokens and scores."""
     reference = _reference(name)
-    if "beam_no_length_penalty" not in reference["examples"][0]:
-        pytest.skip("fixtures without alpha = 0 beams (regenerate them)")
-    settings = reference["generation"]["beam_no_length_penalty"]
-    translator = _translator(name, beam_size=settings["num_beams"], length_penalty=0.0,
-                             early_stopping=False,
-                             max_output_length=settings["max_new_tokens"])
+    if kind not in reference["examples"][0]:
+        pytest.skip(f"fixtures without {kind!r} beams (regenerate them)")
+    settings = reference["generation"][kind]
+    translator = _translator(name, max_output_length=settings["max_new_tokens"])
+    # The converted defaults are transformers' (read from generation_config.json).
+    assert (translator.beam_size, translator.length_penalty, translator.length_penalty_form,
+            translator.early_stopping) == (4, 1.0, "power", False)
+    if kind == "beam_no_length_penalty":
+        translator = translator.with_settings(length_penalty=settings["length_penalty"])
+    assert (translator.beam_size, translator.length_penalty) == (
+        settings["num_beams"], settings["length_penalty"])
     _, target_vocabulary = _vocabularies(name)
     examples = [e for e in reference["examples"] if e["source"]]
     result = translator.search([e["source"] for e in examples])
     for example, ids, score in zip(examples, result.ids, result.scores):
-        theirs = example["beam_no_length_penalty"]
+        theirs = example[kind]
         assert ids == target_vocabulary.to_ours(theirs["tokens"]).tolist(), example["source"]
         assert score == pytest.approx(theirs["score"], rel=1e-4, abs=1e-4)
 
@@ -192,7 +200,8 @@ def test_a_missing_or_extra_tensor_is_named(tmp_path):
 def test_every_exit_gives_the_same_tokens(tmp_path):
     """The converted translator through its preset (and back), keras-hub's
     task, the SavedModel (TensorFlow and TensorFlow Text only, no XLA op)
-    and CTranslate2: the same translations."""
+    and CTranslate2: the same translations, and the same scores in
+    transformers' length penalty form (CTranslate2's own)."""
     import tensorflow as tf
 
     import ctranslate2
@@ -202,10 +211,12 @@ def test_every_exit_gives_the_same_tokens(tmp_path):
     name = "multilingual_relu" if "multilingual_relu" in CONFIGURATIONS else FIRST
     examples = [e["source"] for e in _reference(name)["examples"]]
     translator = _translator(name, beam_size=2, max_output_length=20)
-    expected = translator.translate(examples)
+    expected, scores = translator.translate(examples, return_scores=True)
     assert expected[-1] == "" or all(examples)
     translator.save_to_preset(tmp_path / "preset")
     again = Translator.from_preset(str(tmp_path / "preset"), jit_compile=False)
+    assert again.settings == translator.settings
+    assert again.settings.length_penalty_form == "power"
     assert again.translate(examples) == expected
     task = TransformerSeq2SeqLM.from_preset(str(FIXTURES / name), dtype="float32",
                                             beam_size=2, max_output_length=20)
@@ -216,12 +227,14 @@ def test_every_exit_gives_the_same_tokens(tmp_path):
     serving = signatures["serving_default"]
     ops = {node.op for f in signatures.values() for node in f.graph.as_graph_def().node}
     assert not any(op.startswith("Xla") for op in ops)
-    assert [t.decode() for t in serving(text=tf.constant(examples))["translation"].numpy()] == (
-        expected)
+    served = serving(text=tf.constant(examples))
+    assert [t.decode() for t in served["translation"].numpy()] == expected
+    np.testing.assert_allclose(served["score"].numpy(), scores, rtol=1e-4, atol=1e-5)
     translator.export_ctranslate2(str(tmp_path / "ct2"))
-    texts, _ = translate_with_ctranslate2(ctranslate2.Translator(str(tmp_path / "ct2")),
-                                          translator, examples)
+    texts, ct2_scores = translate_with_ctranslate2(
+        ctranslate2.Translator(str(tmp_path / "ct2")), translator, examples)
     assert texts == expected
+    np.testing.assert_allclose(ct2_scores, scores, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.slow  # exports or quantizes (out of the quick tier)
@@ -287,6 +300,8 @@ def test_the_playground_looks_inside_a_converted_model():
     assert source_language(translator) == "en"  # the page's example sentences
     result = analysis.analyze(translator, "The cat sleeps.", beam_size=2)
     assert len(result["translations"]) == 2
+    # The page names the score's length penalty: transformers' |Y|^alpha.
+    assert (result["length_penalty_form"], result["length_penalty"]) == ("power", 1.0)
     assert result["source_tokens"][0] == "▁The"
     cross = result["attention"]["cross"]
     assert cross["key_tokens"][-1] == "[END]" and cross["query_tokens"][0] == "[START]"

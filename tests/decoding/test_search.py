@@ -171,30 +171,33 @@ def test_beam_size_one_and_greedy_give_the_same_score_under_a_length_penalty(tra
     np.testing.assert_allclose(to_numpy(s_scores), to_numpy(b_scores), rtol=1e-5, atol=1e-6)
 
 
-def reference_scores(model, src, tokens, alpha):
+def reference_scores(model, src, tokens, alpha, form="gnmt"):
     """The NumPy sequence scores of `tokens` from one teacher-forced pass of
     the functional model."""
     tokens = np.asarray(tokens)
     decoder_tokens = np.concatenate([np.full((len(tokens), 1), START), tokens[:, :-1]], 1)
     decoder_tokens = decoder_tokens.astype("int32")
     logits = to_numpy(model({"encoder_tokens": src, "decoder_tokens": decoder_tokens}))
-    return references.sequence_scores(logits, tokens, END, alpha)
+    return references.sequence_scores(logits, tokens, END, alpha, form=form)
 
 
-@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
+@pytest.mark.parametrize("alpha, form", [(0.0, "gnmt"), (0.6, "gnmt"), (1.0, "gnmt"),
+                                         (1.0, "power")])
 @pytest.mark.parametrize("beam_size", [1, 3])
-def test_scores_are_log_probability_over_the_length_penalty(trained, beam_size, alpha):
-    """The one definition both searches document, against a NumPy reference,
-    on finished hypotheses (trained) and on ones that hit max_length (untrained)."""
+def test_scores_are_log_probability_over_the_length_penalty(trained, beam_size, alpha, form):
+    """The one definition both searches document, in both forms of the
+    length penalty, against a NumPy reference, on finished hypotheses
+    (trained) and on ones that hit max_length (untrained)."""
     src, _ = reverse_task(np.random.default_rng(12), 6, min_len=1)
     untrained = tiny_model()
+    options = {"length_penalty": alpha, "length_penalty_form": form}
     for model in (trained, untrained):
         if beam_size == 1:
-            tokens, scores = greedy_search(model, src, 9, START, END, length_penalty=alpha)
+            tokens, scores = greedy_search(model, src, 9, START, END, **options)
         else:
             tokens, scores = beam_search(model, src, 9, START, END, beam_size=beam_size,
-                                         length_penalty=alpha)
-        expected = reference_scores(model, src, to_numpy(tokens).astype("int32"), alpha)
+                                         **options)
+        expected = reference_scores(model, src, to_numpy(tokens).astype("int32"), alpha, form)
         np.testing.assert_allclose(to_numpy(scores), expected, rtol=1e-4, atol=1e-4)
 
 
@@ -303,6 +306,8 @@ def test_beam_search_finds_better_scores_than_greedy():
         ({"max_length": 1000}, "max_length=64"),
         ({"beam_size": 0}, "beam_size=0"),
         ({"length_penalty": -1.0}, "length_penalty=-1.0"),
+        ({"length_penalty_form": "linear"}, "`length_penalty_form` must be one of "
+                                            r"\['gnmt', 'power'\]; received 'linear'"),
         ({"end_id": 99}, "end_id=99"),
         ({"end_id": 0}, "must not be the padding id 0"),
     ],

@@ -1,22 +1,26 @@
 """`DecodingSettings`: each decoding setting's one default and one
-validation; `gnmt_length_penalty`: the one length penalty."""
+validation; `length_penalty`: the one length penalty, in its two forms."""
 
 import keras
 import numpy as np
 import pytest
 from keras import ops
 
-from keras_attention.decoding import DEFAULTS, DecodingSettings, gnmt_length_penalty
+from keras_attention.decoding import DEFAULTS, DecodingSettings, gnmt_length_penalty, length_penalty
 
 
 @pytest.mark.backend_independent
 def test_defaults_and_types():
     assert DEFAULTS == DecodingSettings()
     assert DEFAULTS.to_dict() == {"beam_size": 4, "length_penalty": 0.6,
-                                  "max_output_length": None, "early_stopping": False}
-    settings = DecodingSettings(np.int64(8), 1, np.int32(20), True)
+                                  "max_output_length": None, "early_stopping": False,
+                                  "length_penalty_form": "gnmt"}
+    settings = DecodingSettings(np.int64(8), 1, np.int32(20), True, "power")
     assert settings.to_dict() == {"beam_size": 8, "length_penalty": 1.0,
-                                  "max_output_length": 20, "early_stopping": True}
+                                  "max_output_length": 20, "early_stopping": True,
+                                  "length_penalty_form": "power"}
+    assert settings.search_options() == {"beam_size": 8, "length_penalty": 1.0,
+                                         "early_stopping": True, "length_penalty_form": "power"}
     assert type(settings.beam_size) is int and type(settings.length_penalty) is float
     assert settings.output_length(64) == 20 and settings.output_length(16) == 16
     assert DEFAULTS.output_length(64) == 64
@@ -34,6 +38,8 @@ def test_defaults_and_types():
     ({"max_output_length": 0}, "`max_output_length` must be a positive integer"),
     ({"early_stopping": "sometimes"}, '`early_stopping` must be "never", True or False'),
     ({"early_stopping": None}, '`early_stopping` must be "never", True or False'),
+    ({"length_penalty_form": "GNMT"}, r"`length_penalty_form` must be one of \['gnmt', "
+                                      r"'power'\]; received 'GNMT'"),
 ])
 def test_each_setting_has_one_validation(values, match):
     with pytest.raises(ValueError, match=match):
@@ -69,3 +75,20 @@ def test_the_length_penalty_is_the_gnmt_formula_for_numbers_and_tensors():
         on_tensors = gnmt_length_penalty(ops.convert_to_tensor(lengths, "int32"), alpha)
         assert keras.backend.standardize_dtype(on_tensors.dtype) == "float32"
         np.testing.assert_allclose(ops.convert_to_numpy(on_tensors), expected, rtol=1e-6)
+
+
+def test_the_power_form_is_marians_formula_for_numbers_and_tensors():
+    """lp(Y) = |Y|^alpha: Marian's, fairseq's, Hugging Face's and
+    CTranslate2's (`sum_logprobs / len ** length_penalty`)."""
+    lengths = np.arange(1, 65)
+    for alpha in (0.0, 0.6, 1.0, 2.0):
+        expected = lengths.astype(np.float64) ** alpha
+        np.testing.assert_allclose(length_penalty(lengths, alpha, "power"), expected,
+                                   rtol=1e-12)
+        np.testing.assert_allclose(length_penalty(lengths, alpha), gnmt_length_penalty(
+            lengths, alpha), rtol=1e-12)  # GNMT's is the default form
+        on_tensors = length_penalty(ops.convert_to_tensor(lengths, "int32"), alpha, "power")
+        assert keras.backend.standardize_dtype(on_tensors.dtype) == "float32"
+        np.testing.assert_allclose(ops.convert_to_numpy(on_tensors), expected, rtol=1e-6)
+    with pytest.raises(ValueError, match="`length_penalty_form` must be one of"):
+        length_penalty(3, 1.0, "linear")

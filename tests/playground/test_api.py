@@ -179,7 +179,7 @@ def test_translations_follow_the_translators_early_stopping(playground_translato
     compiled, rules = searching._compiled_search, []
 
     def watched(*args):
-        rules.append(args[-1])
+        rules.append(args[1].early_stopping)  # (model, settings, ...)
         return compiled(*args)
 
     monkeypatch.setattr(searching, "_compiled_search", watched)

@@ -181,13 +181,15 @@ def test_every_script_offers_the_same_decoding_flags(capsys):
     each; their defaults are the library's (`DecodingSettings`), and a
     value reaches the config (`--early-stopping true` -> True) and the
     translator's settings."""
-    from keras_attention.decoding import DEFAULTS
+    from keras_attention.decoding import DEFAULTS, LENGTH_PENALTY_FORMS
     from recipes.translation import evaluate, export, playground, visualize
 
     assert config_module.DECODING_DEFAULTS == DEFAULTS.to_dict()
     assert tuple(config_module.DECODING_FLAGS) == DEFAULTS.names()
+    assert config_module.LENGTH_PENALTY_FORMS == LENGTH_PENALTY_FORMS
     assert config_module.decoding_settings(TranslationConfig()) == DEFAULTS.to_dict()
-    flags = ["--beam-size", "--length-penalty", "--max-output-length", "--early-stopping"]
+    flags = ["--beam-size", "--length-penalty", "--max-output-length", "--early-stopping",
+             "--length-penalty-form"]
     for script in (train, evaluate, export, visualize, playground):
         code, out, _ = run_main(script.main, ["--help"], capsys)
         assert code == 0
@@ -196,6 +198,9 @@ def test_every_script_offers_the_same_decoding_flags(capsys):
     assert (config.early_stopping, config.max_output_length, config.beam_size) == (True, 20, 2)
     assert parse(["--early-stopping", "never"]).early_stopping == "never"
     assert parse(["--early-stopping", "false"]).early_stopping is False
+    assert parse(["--length-penalty-form", "power"]).length_penalty_form == "power"
+    with pytest.raises(SystemExit):
+        parse(["--length-penalty-form", "linear"])
     with pytest.raises(SystemExit):
         parse(["--early-stopping", "sometimes"])
     code, _, err = run_main(evaluate.main, ["--workdir", "x", "--early-stopping", "maybe"],

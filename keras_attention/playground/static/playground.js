@@ -273,10 +273,12 @@
               "are what the model gave each of your tokens.",
       }));
     } else {
+      var penalty = data.length_penalty_form === "power" ? "|Y|^α" : "((5 + |Y|) / 6)^α";
       root.appendChild(h("p", {
         class: "mode-note",
         text: "Beam search with beam size " + (data.beam_size === undefined ? "?" : data.beam_size) +
-              ": the n-best list, best first. Score = log P(Y|X) / ((5 + |Y|) / 6)^α.",
+              ": the n-best list, best first. Score = log P(Y|X) / " + penalty +
+              (data.length_penalty === undefined ? "" : ", α = " + data.length_penalty) + ".",
       }));
     }
     var ol = h("ol");
