@@ -23,6 +23,10 @@ a verb, a tense, ...) into an English and a Spanish token list; a *random*
 layer (driven by one `random.Random(seed)`) picks those structures under
 semantic constraints (what can be eaten, what fits in a box, ...). Only the
 rendering layer decides the translation, so the mapping is compositional.
+As it renders, it also records which English words each Spanish word
+translates: every `Example` carries a gold word alignment (sure and possible
+links over `alignment_words`), against which `alignment_error_rate` scores
+alignments read off a model's cross-attention.
 The words themselves (`LEXICON` and its entry types) live in `en_es_words`.
 
 Conventions that keep English unambiguous: "you" is always singular informal
@@ -36,7 +40,9 @@ object (so the personal "a" never arises); "a"/"one" both give un/una.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 import random
+import re
 
 from keras_attention.data.en_es_words import (
     LEXICON,
@@ -64,6 +70,8 @@ __all__ = [
     "Preposition",
     "Pronoun",
     "Verb",
+    "alignment_error_rate",
+    "alignment_words",
     "generate_examples",
     "make_splits",
 ]
@@ -105,11 +113,38 @@ sentences, but generating them takes time)."""
 
 
 # --------------------------------------------------------------------------- #
-# The public example type
+# The public example type and its word split
 # --------------------------------------------------------------------------- #
+_PUNCTUATION = ".,;:?¿!¡"
+_WORD = re.compile(f"[{_PUNCTUATION}]|[^\\s{_PUNCTUATION}]+")
+
+
+def alignment_words(text: str) -> list[str]:
+    """The words that `Example.sure_links` and `Example.possible_links` count.
+
+    Whitespace separates words and is dropped; each of the characters
+    . , ; : ? ¿ ! ¡ is a word of its own; every other run of characters is
+    one word, kept as written (case and accents unchanged). On the bundled
+    corpus this is exactly the grammar's rendered words plus the sentence's
+    punctuation ("¿", "?", "."), so a word index means the same word for the
+    grammar and for whoever splits a sentence to score an alignment.
+
+    Args:
+        text: a sentence (any string).
+
+    Returns:
+        Its words, in order.
+
+    Example:
+        >>> alignment_words("¿Dónde está el gato pequeño?")
+        ['¿', 'Dónde', 'está', 'el', 'gato', 'pequeño', '?']
+    """
+    return _WORD.findall(text)
+
+
 @dataclasses.dataclass(frozen=True)
 class Example:
-    """One English→Spanish pair.
+    """One English→Spanish pair with its gold word alignment.
 
     Attributes:
         en: the English sentence ("The red book is on the table.").
@@ -118,6 +153,51 @@ class Example:
         alignments: (English adjective, Spanish adjective) for every
             attributive adjective that moves after its noun, as surface forms
             in order of appearance (the same in both sentences).
+        sure_links: the gold word alignment's sure links, sorted
+            (English word index, Spanish word index) pairs, indices into
+            `alignment_words(en)` and `alignment_words(es)`.
+        possible_links: the possible links, sorted; they include every sure
+            link (S ⊆ P, the convention of the alignment error rate,
+            `alignment_error_rate`).
+
+    The grammar records the links as it renders (each rendering step knows
+    which English words its Spanish words translate), so they are exact, not
+    guessed from the strings. What is linked:
+
+    - sure, one to one: nouns, adjectives (after reordering), determiners
+      (the/a/an/some/this/my/... → el/un/unos/este/mi/...), numerals,
+      "and" → "y", "very" → "muy", "not" → "no", "where" → "dónde",
+      "what" → "qué", "color" → "color", the copula (is/are/am → es/está/...);
+      the final "." or "?" to the Spanish one;
+    - sure, every word of one side to the one word of the other, where a
+      unit is translated as a whole: a verb and the Spanish conjugated form
+      ("look for" → "buscó", "will eat" → "comeré": "will" and "eat" both,
+      "will be" → "estaremos"), a one-word preposition ("under" → "debajo
+      de": "debajo" and "de" both), "there is/are" → "hay", "how many" →
+      "cuántos"/"cuántas";
+    - the two prepositions with several words on both sides: sure only where
+      words correspond ("next"–"lado"; "front"–"delante", "of"–"de"), every
+      other pair of the two phrases possible ("in front of" → "delante de",
+      "next to" → "al lado de": "to" has no one Spanish word);
+    - contractions: "to the" → "al", "from the"/"of the" → "del" link both
+      English words to the one Spanish word ("under the sofa" → "debajo del
+      sofá": under–debajo, under–del, the–del); the indices are those of the
+      contracted sentence;
+    - possible only: a dropped subject pronoun (I/you/he/she/we/they) to the
+      conjugated verb that carries its person; the auxiliaries do/does/did
+      (statements and questions) to the conjugated verb; the opening "¿" to
+      the English "?"; the "de" of "de qué color" to "what" and "color".
+
+    So every word of both sentences has at least one link; the words without
+    a sure link are exactly: in English, subject pronouns, do/does/did, the
+    "in" of "in front of" and the "to" of "next to"; in Spanish, "¿", the
+    "de" of "de qué color", and the "al" and "de" of "al lado de" (not when
+    "de" contracts with "el": "del" is the sure translation of "the").
+    ("will" is linked sure: it is the future tense, which the Spanish ending
+    carries, as "-é" in "comeré"; do-support carries nothing the Spanish
+    verb lacks but the tense of "did", hence only possible.) English has no
+    contractions here: negation is always "do not"/"does not"/"did not",
+    never "don't".
 
     Example:
         >>> ex = generate_examples(1, seed=3)[0]
@@ -125,16 +205,24 @@ class Example:
         ('A tired girl wants my cup.', 'Una niña cansada quiere mi taza.')
         >>> sorted(ex.phenomena), ex.alignments
         (['adjective_reordering', 'gender_agreement'], (('tired', 'cansada'),))
+        >>> en, es = alignment_words(ex.en), alignment_words(ex.es)
+        >>> [(en[i], es[j]) for i, j in ex.sure_links]  # doctest: +NORMALIZE_WHITESPACE
+        [('A', 'Una'), ('tired', 'cansada'), ('girl', 'niña'), ('wants', 'quiere'),
+         ('my', 'mi'), ('cup', 'taza'), ('.', '.')]
+        >>> ex.possible_links == ex.sure_links  # nothing here is only possible
+        True
     """
 
     en: str
     es: str
     phenomena: frozenset[str]
     alignments: tuple[tuple[str, str], ...]
+    sure_links: tuple[tuple[int, int], ...]
+    possible_links: tuple[tuple[int, int], ...]
 
 
 # --------------------------------------------------------------------------- #
-# Rendering: structures → (English tokens, Spanish tokens)
+# Rendering: structures → (English words, Spanish words, links)
 # --------------------------------------------------------------------------- #
 @dataclasses.dataclass(frozen=True)
 class _NP:
@@ -155,26 +243,75 @@ class _PP:
     np: _NP
 
 
+class _Word:
+    """One rendered word. Links point at word objects, so they follow a word
+    wherever later steps move it (a question puts the subject after the
+    verb, "how many" goes in front, a + el contract); `index`, its position
+    in the finished sentence, is set by `_finish` (unset before: reading it
+    raises, so a linked word missing from the sentence cannot go unnoticed)."""
+
+    __slots__ = ("index", "text")
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"_Word({self.text!r})"
+
+
+def _words(text: str) -> list[_Word]:
+    """New words for the space-separated `text` ("look for", "debajo de")."""
+    if " " not in text:
+        return [_Word(text)]
+    return [_Word(t) for t in text.split()]
+
+
 @dataclasses.dataclass
 class _Piece:
-    """Rendered tokens with the phenomena and alignments they carry."""
+    """Rendered words with the phenomena, adjective alignments and word links
+    they carry; `links` are (English word, Spanish word, sure)."""
 
-    en: list[str] = dataclasses.field(default_factory=list)
-    es: list[str] = dataclasses.field(default_factory=list)
+    en: list[_Word] = dataclasses.field(default_factory=list)
+    es: list[_Word] = dataclasses.field(default_factory=list)
     phenomena: set[str] = dataclasses.field(default_factory=set)
     alignments: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    links: list[tuple[_Word, _Word, bool]] = dataclasses.field(default_factory=list)
 
     def add(self, other: _Piece, en: bool = True, es: bool = True) -> _Piece:
-        """Appends `other`'s tokens (English and/or Spanish) and annotations.
+        """Appends `other`'s words (English and/or Spanish) and annotations.
         Alignments are kept in the order pieces are added: add pieces in
-        English order."""
+        English order. Words left out here must be appended later (the links
+        refer to them)."""
         if en:
             self.en += other.en
         if es:
             self.es += other.es
         self.phenomena |= other.phenomena
         self.alignments += other.alignments
+        self.links += other.links
         return self
+
+    def add_en(self, text: str) -> list[_Word]:
+        """Appends English words; returns them (to link them)."""
+        words = _words(text)
+        self.en += words
+        return words
+
+    def add_es(self, text: str) -> list[_Word]:
+        """Appends Spanish words; returns them (to link them)."""
+        words = _words(text)
+        self.es += words
+        return words
+
+    def link(self, en: list[_Word], es: list[_Word], sure: bool = True) -> None:
+        """Links every word of `en` to every word of `es`."""
+        self.links += [(e, s, sure) for e in en for s in es]
+
+    def pair(self, en: str, es: str) -> tuple[list[_Word], list[_Word]]:
+        """Appends a translated unit to both sides, all words linked sure."""
+        en_words, es_words = self.add_en(en), self.add_es(es)
+        self.link(en_words, es_words)
+        return en_words, es_words
 
 
 _DETERMINER_BY_KEY = {d.key: d for d in LEXICON.determiners}
@@ -192,37 +329,55 @@ def _render_np(np: _NP) -> _Piece:
         piece.phenomena.add("number_agreement")
     if np.det is not None:
         det = _DETERMINER_BY_KEY[np.det]
-        piece.en.append(det.en_plural if plural else det.en_singular)
-        piece.es.append(det.form(gender, plural))
+        piece.pair(det.en_plural if plural else det.en_singular, det.form(gender, plural))
         if det.gendered and det.kind != "definite":
             piece.phenomena.add("gender_agreement")
     if np.numeral is not None:
         numeral = LEXICON.numerals[np.numeral - 1]
-        piece.en.append(numeral.en)
-        piece.es.append(numeral.form(gender))
+        piece.pair(numeral.en, numeral.form(gender))
         piece.phenomena.add("number")
         if numeral.es_m != numeral.es_f:
             piece.phenomena.add("gender_agreement")
     adjective = np.adjective
     if adjective is not None:
-        piece.en.append(adjective.en)
-    piece.en.append(noun.form(plural, "en"))
-    piece.es.append(noun.form(plural, "es"))
+        adjective_en = piece.add_en(adjective.en)
+    piece.pair(noun.form(plural, "en"), noun.form(plural, "es"))
     if adjective is not None:
         form = adjective.form(gender, plural)
-        piece.es.append(form)
+        piece.link(adjective_en, piece.add_es(form))
         piece.alignments.append((adjective.en, form))
         piece.phenomena.add("adjective_reordering")
         if adjective.gendered:
             piece.phenomena.add("gender_agreement")
-    if piece.en[0] == "a" and piece.en[1][0] in _VOWELS:
-        piece.en[0] = "an"
+    if piece.en[0].text == "a" and piece.en[1].text[0] in _VOWELS:
+        piece.en[0].text = "an"
     return piece
 
 
+# Word pairs that correspond inside a several-to-several word preposition;
+# its other pairs are only possible links ("to" in "next to" has no one
+# Spanish word of "al lado de" that translates it).
+_PREPOSITION_SURE = {
+    "next to": {("next", "lado")},
+    "in front of": {("front", "delante"), ("of", "de")},
+}
+
+
 def _render_pp(pp: _PP) -> _Piece:
-    """Preposition + noun phrase; a/de + el contract later (`_contract`)."""
-    piece = _Piece(pp.prep.en.split(), pp.prep.es.split(), {"prepositional_phrase"})
+    """Preposition + noun phrase; a/de + el contract later (`_contract`).
+
+    A one-word side links sure to every word of the other ("under" →
+    "debajo de"); with several words on both sides, only the pairs in
+    `_PREPOSITION_SURE` are sure and every other pair is possible."""
+    piece = _Piece(phenomena={"prepositional_phrase"})
+    en, es = piece.add_en(pp.prep.en), piece.add_es(pp.prep.es)
+    if len(en) == 1 or len(es) == 1:
+        piece.link(en, es)
+    else:
+        sure = _PREPOSITION_SURE.get(pp.prep.en, set())
+        for e in en:
+            for s in es:
+                piece.link([e], [s], sure=(e.text, s.text) in sure)
     return piece.add(_render_np(pp.np))
 
 
@@ -231,8 +386,7 @@ def _render_nps(nps: tuple[_NP, ...]) -> _Piece:
     the second phrase always starts with a determiner or numeral)."""
     piece = _render_np(nps[0])
     for np in nps[1:]:
-        piece.en.append("and")
-        piece.es.append("y")
+        piece.pair("and", "y")
         piece.add(_render_np(np))
     return piece
 
@@ -246,30 +400,45 @@ def _person(subject) -> int:
 
 
 def _render_subject(subject) -> _Piece:
-    """A pronoun has English tokens only (pro-drop); a noun phrase has both."""
+    """A pronoun has English words only (pro-drop: `_link_dropped` links it
+    to the verb); a noun phrase has both."""
     if isinstance(subject, Pronoun):
-        return _Piece([subject.en], [], {"pronoun_drop"})
+        piece = _Piece(phenomena={"pronoun_drop"})
+        piece.add_en(subject.en)
+        return piece
     return _render_np(subject)
+
+
+def _link_dropped(piece: _Piece, subject, subj: _Piece, verb: _Word) -> None:
+    """A dropped pronoun is possible-linked to the verb carrying its person."""
+    if isinstance(subject, Pronoun):
+        piece.link(subj.en, [verb], sure=False)
 
 
 def _third_singular(subject) -> bool:
     return _person(subject) == 2
 
 
-def _en_verb(verb: Verb, tense: str, negated: bool, subject) -> list[str]:
-    """English verb group of a statement: eats / does not eat / ate / did not
-    eat / will eat / will not eat."""
-    base = verb.en.split()
+def _add_en_verb(
+    piece: _Piece, verb: Verb, tense: str, subject, form: _Word, no: _Word | None
+) -> None:
+    """Appends the English verb group of a statement, linked to the Spanish
+    `form` (and "not" to `no`, the Spanish "no" of a negated one): eats /
+    does not eat / ate / did not eat / will eat / will not eat."""
     if tense == "future":
-        return ["will", "not", *base] if negated else ["will", *base]
-    if negated:
-        aux = (
-            "did" if tense == "past" else ("does" if _third_singular(subject) else "do")
-        )
-        return [aux, "not", *base]
-    if tense == "past":
-        return verb.en_past.split()
-    return (verb.en_3s if _third_singular(subject) else verb.en).split()
+        piece.link(piece.add_en("will"), [form])
+    elif no is not None:
+        aux = "did" if tense == "past" else ("does" if _third_singular(subject) else "do")
+        piece.link(piece.add_en(aux), [form], sure=False)
+    if no is not None:
+        piece.link(piece.add_en("not"), [no])
+    if tense == "future" or no is not None:
+        main = verb.en
+    elif tense == "past":
+        main = verb.en_past
+    else:
+        main = verb.en_3s if _third_singular(subject) else verb.en
+    piece.link(piece.add_en(main), [form])
 
 
 def _en_aux(tense: str, subject) -> str:
@@ -281,19 +450,31 @@ def _en_aux(tense: str, subject) -> str:
     return "does" if _third_singular(subject) else "do"
 
 
-def _en_be(subject, tense: str, negated: bool) -> list[str]:
-    """am/is/are [not], or will [not] be."""
-    if tense == "future":
-        return ["will", "not", "be"] if negated else ["will", "be"]
+def _en_be_present(subject) -> str:
+    """am/is/are."""
     person = _person(subject)
-    form = "am" if person == 0 else ("is" if person == 2 else "are")
-    return [form, "not"] if negated else [form]
+    return "am" if person == 0 else ("is" if person == 2 else "are")
 
 
-def _negate(piece: _Piece, negated: bool) -> None:
-    if negated:
-        piece.es.append("no")
-        piece.phenomena.add("negation")
+def _add_en_be(piece: _Piece, subject, tense: str, form: _Word, no: _Word | None) -> None:
+    """Appends am/is/are [not], or will [not] be, linked to the Spanish
+    copula `form` (and "not" to `no`)."""
+    if tense == "future":
+        piece.link(piece.add_en("will"), [form])
+    else:
+        piece.link(piece.add_en(_en_be_present(subject)), [form])
+    if no is not None:
+        piece.link(piece.add_en("not"), [no])
+    if tense == "future":
+        piece.link(piece.add_en("be"), [form])
+
+
+def _negate(piece: _Piece, negated: bool) -> _Word | None:
+    """Appends "no" to a negated statement; returns it (None if not negated)."""
+    if not negated:
+        return None
+    piece.phenomena.add("negation")
+    return piece.add_es("no")[0]
 
 
 def _render_clause(
@@ -316,27 +497,27 @@ def _render_clause(
     Spanish inverts a noun subject after the verb in questions (¿Comió el
     perro el pastel?); a pronoun subject has no Spanish word at all.
     """
-    form = verb.conjugate(tense, _person(subject))
+    form = _Word(verb.conjugate(tense, _person(subject)))
     subj = _render_subject(subject)
     piece = _Piece()
     if mode == "statement":
         piece.add(subj)
-        _negate(piece, negated)
-        piece.en += _en_verb(verb, tense, negated, subject)
+        no = _negate(piece, negated)
+        _add_en_verb(piece, verb, tense, subject, form, no)
         piece.es.append(form)
     else:
         assert not negated, "questions are never negated"
         piece.phenomena.add("question")
         if mode == "where":
-            piece.en.append("where")
-            piece.es.append("dónde")
+            piece.pair("where", "dónde")
         elif mode == "how_many":
             piece.add(_render_how_many(how_many))
-        piece.en.append(_en_aux(tense, subject))
+        piece.link(piece.add_en(_en_aux(tense, subject)), [form], sure=tense == "future")
         piece.add(subj, es=False)
-        piece.en += verb.en.split()
+        piece.link(piece.add_en(verb.en), [form])
         piece.es.append(form)
         piece.es += subj.es
+    _link_dropped(piece, subject, subj, form)
     if objects:
         piece.add(_render_nps(objects))
     for pp in pps:
@@ -347,8 +528,11 @@ def _render_clause(
 def _render_how_many(np: _NP) -> _Piece:
     """how many [adj] Ns → cuántos/cuántas Ns [adj] (bare plural noun)."""
     piece = _render_np(dataclasses.replace(np, det=None, numeral=None, plural=True))
-    piece.en[:0] = ["how", "many"]
-    piece.es.insert(0, "cuántas" if np.noun.gender == "f" else "cuántos")
+    how_many = _words("how many")
+    cuantos = _Word("cuántas" if np.noun.gender == "f" else "cuántos")
+    piece.en[:0] = how_many
+    piece.es.insert(0, cuantos)
+    piece.link(how_many, [cuantos])
     piece.phenomena.add("gender_agreement")
     return piece
 
@@ -364,25 +548,26 @@ def _render_locative(
     """Location always takes estar: "The cat is under the bed." → "El gato
     está debajo de la cama."; "Are you in the kitchen?" → "¿Estás en la
     cocina?"; "We will be in the park." → "Estaremos en el parque."."""
-    form = LEXICON.estar.conjugate(tense, _person(subject))
+    form = _Word(LEXICON.estar.conjugate(tense, _person(subject)))
     subj = _render_subject(subject)
     piece = _Piece()
     if question:
         piece.phenomena.add("question")
         if tense == "future":
-            piece.en.append("will")
+            piece.link(piece.add_en("will"), [form])
             piece.add(subj, es=False)
-            piece.en.append("be")
+            piece.link(piece.add_en("be"), [form])
         else:
-            piece.en += _en_be(subject, tense, False)
+            piece.link(piece.add_en(_en_be_present(subject)), [form])
             piece.add(subj, es=False)
         piece.es.append(form)
         piece.es += subj.es
     else:
         piece.add(subj)
-        _negate(piece, negated)
-        piece.en += _en_be(subject, tense, negated)
+        no = _negate(piece, negated)
+        _add_en_be(piece, subject, tense, form, no)
         piece.es.append(form)
+    _link_dropped(piece, subject, subj, form)
     return piece.add(_render_pp(pp))
 
 
@@ -407,24 +592,26 @@ def _render_predicative(
     adjective agrees with the subject but does not move: no alignment).
     """
     subj = _render_np(np)
-    adj_en = ["very", adjective.en] if very else [adjective.en]
-    form = adjective.form(np.noun.gender, np.plural)
-    adj_es = ["muy", form] if very else [form]
-    be_en = _en_be(np, "present", negated)
+    predicate = _Piece()
+    if very:
+        predicate.pair("very", "muy")
+    predicate.pair(adjective.en, adjective.form(np.noun.gender, np.plural))
+    copula = _Word(_copula_form(adjective, np))
     piece = _Piece()
     if adjective.gendered:
         piece.phenomena.add("gender_agreement")
     if question:
         piece.phenomena.add("question")
-        piece.en += be_en
+        _add_en_be(piece, np, "present", copula, None)
         piece.add(subj, es=False)
-        piece.en += adj_en
-        piece.es += [_copula_form(adjective, np), *adj_es, *subj.es]
+        piece.add(predicate, es=False)
+        piece.es += [copula, *predicate.es, *subj.es]
     else:
         piece.add(subj)
-        _negate(piece, negated)
-        piece.en += be_en + adj_en
-        piece.es += [_copula_form(adjective, np), *adj_es]
+        no = _negate(piece, negated)
+        _add_en_be(piece, np, "present", copula, no)
+        piece.es.append(copula)
+        piece.add(predicate)
     return piece
 
 
@@ -433,7 +620,8 @@ def _render_existential(np: _NP, pp: _PP, *, question: bool = False) -> _Piece:
     the garden." → "Hay dos gatos en el jardín."; "Is there a cat in the
     garden?" → "¿Hay un gato en el jardín?"."""
     be = "are" if np.plural else "is"
-    piece = _Piece([be, "there"] if question else ["there", be], ["hay"])
+    piece = _Piece()
+    piece.pair(f"{be} there" if question else f"there {be}", "hay")
     if question:
         piece.phenomena.add("question")
     return piece.add(_render_np(np)).add(_render_pp(pp))
@@ -444,8 +632,7 @@ def _render_how_many_there(np: _NP, pp: _PP) -> _Piece:
     are there on the table?" → "¿Cuántos libros rojos hay sobre la mesa?"."""
     piece = _Piece(phenomena={"question"})
     piece.add(_render_how_many(np))
-    piece.en += ["are", "there"]
-    piece.es.append("hay")
+    piece.pair("are there", "hay")
     return piece.add(_render_pp(pp))
 
 
@@ -453,39 +640,46 @@ def _render_where_is(np: _NP, *, tense: str = "present") -> _Piece:
     """Where + estar: "Where is the small cat?" → "¿Dónde está el gato
     pequeño?"; "Where will the dogs be?" → "¿Dónde estarán los perros?"."""
     subj = _render_np(np)
-    piece = _Piece(
-        ["where"], ["dónde", LEXICON.estar.conjugate(tense, _person(np))], {"question"}
-    )
+    piece = _Piece(phenomena={"question"})
+    piece.pair("where", "dónde")
+    form = piece.add_es(LEXICON.estar.conjugate(tense, _person(np)))
     if tense == "future":
-        piece.en.append("will")
+        piece.link(piece.add_en("will"), form)
         piece.add(subj)
-        piece.en.append("be")
+        piece.link(piece.add_en("be"), form)
     else:
-        piece.en.append("are" if np.plural else "is")
+        piece.link(piece.add_en("are" if np.plural else "is"), form)
         piece.add(subj)
     return piece
 
 
 def _render_what_colour(np: _NP) -> _Piece:
     """What color + ser: "What color is the car?" → "¿De qué color es el
-    coche?"."""
-    piece = _Piece(
-        ["what", "color", "are" if np.plural else "is"],
-        ["de", "qué", "color", "son" if np.plural else "es"],
-        {"question"},
-    )
+    coche?" ("de" has no English word: possible links to "what color")."""
+    piece = _Piece(phenomena={"question"})
+    what, color = piece.add_en("what color")
+    de, que, color_es = piece.add_es("de qué color")
+    piece.link([what], [que])
+    piece.link([color], [color_es])
+    piece.link([what, color], [de], sure=False)
+    piece.pair("are" if np.plural else "is", "son" if np.plural else "es")
     return piece.add(_render_np(np))
 
 
-def _contract(tokens: list[str]) -> list[str]:
+def _contract(words: list[_Word]) -> list[str]:
     """Spanish contractions: a + el → al, de + el → del (el is only ever the
-    article here; the pronoun él is never written)."""
+    article here; the pronoun él is never written).
+
+    Returns the contracted words' texts; sets each input word's `index` to
+    its position among them (both words of a contraction get the position
+    of "al"/"del", so their links land on it)."""
     out: list[str] = []
-    for token in tokens:
-        if token == "el" and out and out[-1] in ("a", "de"):
+    for word in words:
+        if word.text == "el" and out and out[-1] in ("a", "de"):
             out[-1] = "al" if out[-1] == "a" else "del"
         else:
-            out.append(token)
+            out.append(word.text)
+        word.index = len(out) - 1
     return out
 
 
@@ -494,13 +688,29 @@ def _capitalise(text: str) -> str:
 
 
 def _finish(piece: _Piece) -> Example:
-    """Joins tokens into sentences: capital first letter, "." or "?", and
-    "¿" for Spanish questions; applies the contractions."""
+    """Joins words into sentences: capital first letter, "." or "?", and
+    "¿" for Spanish questions; applies the contractions; turns the word links
+    into indices of `alignment_words` and links the punctuation."""
     question = "question" in piece.phenomena
-    en = _capitalise(" ".join(piece.en)) + ("?" if question else ".")
-    es = _capitalise(" ".join(_contract(piece.es)))
+    en = _capitalise(" ".join(word.text for word in piece.en)) + ("?" if question else ".")
+    es_words = _contract(piece.es)
+    es = _capitalise(" ".join(es_words))
     es = f"¿{es}?" if question else es + "."
-    return Example(en, es, frozenset(piece.phenomena), tuple(piece.alignments))
+    for index, word in enumerate(piece.en):
+        word.index = index
+    offset = 1 if question else 0  # the "¿" is Spanish word 0
+    sure = {(len(piece.en), len(es_words) + offset)}  # final "." / "?"
+    possible = {(len(piece.en), 0)} if question else set()  # "?" – "¿"
+    for en_word, es_word, is_sure in piece.links:
+        (sure if is_sure else possible).add((en_word.index, es_word.index + offset))
+    return Example(
+        en,
+        es,
+        frozenset(piece.phenomena),
+        tuple(piece.alignments),
+        tuple(sorted(sure)),
+        tuple(sorted(sure | possible)),
+    )
 
 
 # --------------------------------------------------------------------------- #
@@ -1046,3 +1256,94 @@ def make_splits(
         splits[name] = examples[start : start + merged[name]]
         start += merged[name]
     return {name: splits[name] for name in ("train", "validation", "test")}
+
+
+def _is_link(item) -> bool:
+    """Whether `item` is one (English index, Spanish index) pair."""
+    try:
+        return len(item) == 2 and all(isinstance(i, numbers.Integral) for i in item)
+    except TypeError:
+        return False
+
+
+def _sentences(name: str, links) -> list[set[tuple[int, int]]] | None:
+    """`links` as a list of per-sentence link sets, or None if it is one
+    sentence's links (a possibly empty collection of index pairs)."""
+    items = list(links)
+    if all(_is_link(item) for item in items):
+        return None
+    sentences = []
+    for sentence in items:
+        sentence = list(sentence)
+        if not all(_is_link(link) for link in sentence):
+            raise ValueError(
+                f"`{name}` must hold (English index, Spanish index) pairs, for one "
+                f"sentence or for each of many; received {links!r}."
+            )
+        sentences.append({(int(i), int(j)) for i, j in sentence})
+    return sentences
+
+
+def alignment_error_rate(predicted, sure, possible) -> float:
+    """The alignment error rate (AER) of `predicted` links against gold ones.
+
+        AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|)
+
+    with A the predicted, S the sure and P the possible links (Och & Ney,
+    2003). Over many sentences the four counts are summed first, then divided
+    (the corpus-level AER, not a mean of per-sentence rates). 0 is perfect:
+    every sure link found and nothing outside the possible ones; a link in
+    `sure` counts as possible whether or not `possible` lists it (P ⊇ S).
+
+    Args:
+        predicted: (English word index, Spanish word index) pairs for one
+            sentence, or a sequence of such collections, one per sentence.
+        sure: the gold sure links, in the same form (`Example.sure_links`).
+        possible: the gold possible links, in the same form
+            (`Example.possible_links`).
+
+    Returns:
+        The AER, a float in [0, 1].
+
+    Raises:
+        ValueError: if the three arguments do not describe the same number
+            of sentences, hold something other than index pairs, or have no
+            predicted and no sure link at all (AER is then undefined).
+
+    Example:
+        >>> ex = generate_examples(1, seed=3)[0]
+        >>> alignment_error_rate(ex.sure_links, ex.sure_links, ex.possible_links)
+        0.0
+        >>> alignment_error_rate([(0, 0), (2, 1)], [(0, 0), (1, 1)], [(2, 1)])
+        0.25
+
+    References:
+        Franz Josef Och and Hermann Ney. 2003. A Systematic Comparison of
+        Various Statistical Alignment Models. Computational Linguistics
+        29(1):19-51, https://aclanthology.org/J03-1002/.
+    """
+    arguments = {"predicted": predicted, "sure": sure, "possible": possible}
+    split = {name: _sentences(name, links) for name, links in arguments.items()}
+    if all(sentences is None for sentences in split.values()):
+        split = {
+            name: [{(int(i), int(j)) for i, j in links}] for name, links in arguments.items()
+        }
+    elif any(sentences is None for sentences in split.values()):
+        # One argument is one sentence's links (or empty), another many sentences'.
+        counts = {
+            name: "one sentence" if s is None else f"{len(s)} sentences"
+            for name, s in split.items()
+        }
+        raise ValueError(f"The arguments must cover the same sentences; received {counts}.")
+    lengths = {name: len(sentences) for name, sentences in split.items()}
+    if len(set(lengths.values())) != 1:
+        raise ValueError(f"The arguments must cover the same sentences; received {lengths}.")
+    found_sure = found_possible = num_predicted = num_sure = 0
+    for a, s, p in zip(split["predicted"], split["sure"], split["possible"]):
+        found_sure += len(a & s)
+        found_possible += len(a & (p | s))
+        num_predicted += len(a)
+        num_sure += len(s)
+    if num_predicted + num_sure == 0:
+        raise ValueError("No predicted and no sure link: the AER is undefined.")
+    return 1.0 - (found_sure + found_possible) / (num_predicted + num_sure)

@@ -639,3 +639,250 @@ def test_more_than_the_grammar_can_make(monkeypatch):
 def test_bad_split_sizes(sizes, match):
     with pytest.raises(ValueError, match=match):
         make_splits(sizes=sizes)
+
+
+# --------------------------------------------------------------------------- #
+# Gold word alignments (Example.sure_links / possible_links) and AER
+# --------------------------------------------------------------------------- #
+def _aligned_words(ex):
+    return g.alignment_words(ex.en), g.alignment_words(ex.es)
+
+
+def test_alignment_words_is_the_rendered_words_plus_punctuation(sample):
+    assert g.alignment_words(" ¿Dónde  está,el gato?\n") == [
+        "¿", "Dónde", "está", ",", "el", "gato", "?",
+    ]  # fmt: skip
+    assert g.alignment_words("") == []
+    for ex in sample:
+        en, es = _aligned_words(ex)
+        assert en == [*ex.en[:-1].split(), ex.en[-1]]
+        if "question" in ex.phenomena:
+            assert es == ["¿", *ex.es[1:-1].split(), "?"]
+        else:
+            assert es == [*ex.es[:-1].split(), "."]
+
+
+def test_links_are_in_range_sorted_and_sure_within_possible(sample):
+    for ex in sample:
+        en, es = _aligned_words(ex)
+        assert ex.sure_links and ex.possible_links
+        for links in (ex.sure_links, ex.possible_links):
+            assert list(links) == sorted(set(links)), ex
+            assert all(0 <= i < len(en) and 0 <= j < len(es) for i, j in links), ex
+        assert set(ex.sure_links) <= set(ex.possible_links), ex
+        # The final punctuation marks are linked sure.
+        assert (len(en) - 1, len(es) - 1) in ex.sure_links
+
+
+def _without_sure_link(en, es):
+    """The words the Example docstring lets go without a sure link, found from
+    the text alone: English subject pronouns, do/does/did, "in" of "in front
+    of", "to" of "next to"; Spanish "¿", "de" of "de qué color", "al" and "de"
+    of "al lado de"."""
+    en_lower, es_lower = [w.lower() for w in en], [w.lower() for w in es]
+    en_free = {
+        i
+        for i, w in enumerate(en_lower)
+        if w in ENGLISH_SUBJECT_PRONOUNS | {"do", "does", "did"}
+        or (w == "in" and en_lower[i + 1] == "front")
+        or (w == "to" and en_lower[i - 1] == "next")
+    }
+    es_free = {
+        j
+        for j, w in enumerate(es_lower)
+        if w == "¿"
+        or (w == "de" and es_lower[j + 1] == "qué")
+        or (w == "al" and es_lower[j + 1] == "lado")
+        or (w == "de" and es_lower[j - 1] == "lado")
+    }
+    return en_free, es_free
+
+
+def test_every_word_is_linked_and_exactly_the_documented_ones_only_possibly(sample):
+    kinds = collections.Counter()
+    for ex in sample:
+        en, es = _aligned_words(ex)
+        assert {i for i, _ in ex.possible_links} == set(range(len(en))), ex
+        assert {j for _, j in ex.possible_links} == set(range(len(es))), ex
+        en_free, es_free = _without_sure_link(en, es)
+        assert set(range(len(en))) - {i for i, _ in ex.sure_links} == en_free, ex
+        assert set(range(len(es))) - {j for _, j in ex.sure_links} == es_free, ex
+        kinds.update(en[i].lower() for i in en_free)
+        kinds.update(es[j].lower() for j in es_free)
+    # Every documented kind of word without a sure link occurs.
+    for word in ("i", "you", "he", "she", "we", "they", "do", "does", "did",
+                 "in", "to", "¿", "de", "al"):  # fmt: skip
+        assert kinds[word] > 0, word
+
+
+def test_possible_only_links_are_the_documented_ones(sample):
+    """Possible-only links join pronoun/auxiliary → verb, "?" → "¿", and
+    words inside "what color"/"de qué color", "next to"/"al lado de" and
+    "in front of"/"delante de"."""
+    verb_forms = LEXICON.verb_forms()
+    prepositions = {"next", "to", "in", "front", "of"}
+    for ex in sample:
+        en, es = _aligned_words(ex)
+        for i, j in sorted(set(ex.possible_links) - set(ex.sure_links)):
+            e, s = en[i].lower(), es[j].lower()
+            assert (
+                (e in ENGLISH_SUBJECT_PRONOUNS | {"do", "does", "did"} and s in verb_forms)
+                or (e, s) == ("?", "¿")
+                or (e in ("what", "color") and s == "de")
+                or (e in prepositions and s in {"al", "lado", "de", "del", "delante"})
+            ), (ex, e, s)
+
+
+def test_adjective_alignments_are_sure_links(sample):
+    checked = 0
+    for ex in sample:
+        en, es = _aligned_words(ex)
+        sure_words = [(en[i], es[j]) for i, j in ex.sure_links]
+        for pair in ex.alignments:
+            assert pair in sure_words, ex
+            checked += 1
+        # A reordered adjective's sure links are exactly its `alignments` pair.
+        moved = {en_adjective for en_adjective, _ in ex.alignments}
+        assert sorted(p for p in sure_words if p[0] in moved) == sorted(ex.alignments), ex
+    assert checked > 1_000
+
+
+def test_test_split_carries_the_alignments():
+    splits = make_splits(sizes={"train": 5, "validation": 5, "test": 20})
+    assert all(ex.sure_links and ex.possible_links for ex in splits["test"])
+
+
+def _links(text):
+    """Pharaoh-format links "0-1 2-3" → ((0, 1), (2, 3))."""
+    return tuple(tuple(int(i) for i in link.split("-")) for link in text.split())
+
+
+# Generated sentences (seed 0) with their alignments, written by hand:
+# (English, Spanish, sure links, links that are only possible).
+HAND_ALIGNED = [
+    # Transitive, future, negated: "will" and "drive" both → "conducirá".
+    # 0 Her 1 sister 2 will 3 not 4 drive 5 my 6 car 7 .
+    # 0 Su 1 hermana 2 no 3 conducirá 4 mi 5 coche 6 .
+    ("Her sister will not drive my car.", "Su hermana no conducirá mi coche.",
+     "0-0 1-1 2-3 3-2 4-3 5-4 6-5 7-6", ""),
+    # Negated present, pronoun dropped, do-support, adjective reordered.
+    # 0 They 1 do 2 not 3 have 4 his 5 delicious 6 apple 7 .
+    # 0 No 1 tienen 2 su 3 manzana 4 deliciosa 5 .
+    ("They do not have his delicious apple.", "No tienen su manzana deliciosa.",
+     "2-0 3-1 4-2 5-4 6-3 7-5", "0-1 1-1"),
+    # Future intransitive, "to the" → "al".
+    # 0 I 1 will 2 go 3 to 4 the 5 museum 6 with 7 that 8 girl 9 .
+    # 0 Iré 1 al 2 museo 3 con 4 esa 5 niña 6 .
+    ("I will go to the museum with that girl.", "Iré al museo con esa niña.",
+     "1-0 2-0 3-1 4-1 5-2 6-3 7-4 8-5 9-6", "0-0"),
+    # Locative, "behind" → "detrás de", de + el → "del".
+    # 0 The 1 grandfather 2 is 3 behind 4 the 5 market 6 .
+    # 0 El 1 abuelo 2 está 3 detrás 4 del 5 mercado 6 .
+    ("The grandfather is behind the market.", "El abuelo está detrás del mercado.",
+     "0-0 1-1 2-2 3-3 3-4 4-4 5-5 6-6", ""),
+    # Past negated, "next to the" → "al lado del".
+    # 0 I 1 did 2 not 3 find 4 the 5 cup 6 next 7 to 8 the 9 broken 10 bus 11 .
+    # 0 No 1 encontré 2 la 3 taza 4 al 5 lado 6 del 7 autobús 8 roto 9 .
+    ("I did not find the cup next to the broken bus.",
+     "No encontré la taza al lado del autobús roto.",
+     "2-0 3-1 4-2 5-3 6-5 8-6 9-8 10-7 11-9", "0-1 1-1 6-4 6-6 7-4 7-5 7-6"),
+    # Yes/no question: ¿ … ?, "do" and "you" → the verb.
+    # 0 Do 1 you 2 drink 3 the 4 delicious 5 coffee 6 in 7 my 8 kitchen 9 ?
+    # 0 ¿ 1 Bebes 2 el 3 café 4 delicioso 5 en 6 mi 7 cocina 8 ?
+    ("Do you drink the delicious coffee in my kitchen?",
+     "¿Bebes el café delicioso en mi cocina?",
+     "2-1 3-2 4-4 5-3 6-5 7-6 8-7 9-8", "0-1 1-1 9-0"),
+    # How many + verb, noun subject after the verb in Spanish.
+    # 0 How 1 many 2 white 3 clocks 4 does 5 that 6 boy 7 want 8 ?
+    # 0 ¿ 1 Cuántos 2 relojes 3 blancos 4 quiere 5 ese 6 niño 7 ?
+    ("How many white clocks does that boy want?", "¿Cuántos relojes blancos quiere ese niño?",
+     "0-1 1-1 2-3 3-2 5-5 6-6 7-4 8-7", "4-4 8-0"),
+    # How many … are there → cuántos … hay.
+    # 0 How 1 many 2 dogs 3 are 4 there 5 near 6 the 7 white 8 library 9 ?
+    # 0 ¿ 1 Cuántos 2 perros 3 hay 4 cerca 5 de 6 la 7 biblioteca 8 blanca 9 ?
+    ("How many dogs are there near the white library?",
+     "¿Cuántos perros hay cerca de la biblioteca blanca?",
+     "0-1 1-1 2-2 3-3 4-3 5-4 5-5 6-6 7-8 8-7 9-9", "9-0"),
+    # Existential: "there are" → "hay".
+    # 0 There 1 are 2 twelve 3 buses 4 behind 5 the 6 school 7 .
+    # 0 Hay 1 doce 2 autobuses 3 detrás 4 de 5 la 6 escuela 7 .
+    ("There are twelve buses behind the school.", "Hay doce autobuses detrás de la escuela.",
+     "0-0 1-0 2-1 3-2 4-3 4-4 5-5 6-6 7-7", ""),
+    # Existential question, "in front of" → "delante de".
+    # 0 Are 1 there 2 ten 3 umbrellas 4 in 5 front 6 of 7 this 8 yellow 9 bicycle 10 ?
+    # 0 ¿ 1 Hay 2 diez 3 paraguas 4 delante 5 de 6 esta 7 bicicleta 8 amarilla 9 ?
+    ("Are there ten umbrellas in front of this yellow bicycle?",
+     "¿Hay diez paraguas delante de esta bicicleta amarilla?",
+     "0-1 1-1 2-2 3-3 5-4 6-5 7-6 8-8 9-7 10-9", "4-4 4-5 5-5 6-4 10-0"),
+    # What color → de qué color.
+    # 0 What 1 color 2 are 3 the 4 new 5 libraries 6 ?
+    # 0 ¿ 1 De 2 qué 3 color 4 son 5 las 6 bibliotecas 7 nuevas 8 ?
+    ("What color are the new libraries?", "¿De qué color son las bibliotecas nuevas?",
+     "0-2 1-3 2-4 3-5 4-7 5-6 6-8", "0-1 1-1 6-0"),
+    # Predicative question: the subject follows the adjective in Spanish.
+    # 0 Is 1 the 2 hat 3 expensive 4 ?
+    # 0 ¿ 1 Es 2 caro 3 el 4 sombrero 5 ?
+    ("Is the hat expensive?", "¿Es caro el sombrero?", "0-1 1-3 2-4 3-2 4-5", "4-0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("en, es, sure, possible_only", HAND_ALIGNED,
+                         ids=[h[0] for h in HAND_ALIGNED])  # fmt: skip
+def test_hand_aligned_generated_sentences(sample, en, es, sure, possible_only):
+    example = next(ex for ex in sample if ex.en == en)
+    assert example.es == es
+    assert example.sure_links == _links(sure)
+    assert example.possible_links == tuple(sorted(_links(sure) + _links(possible_only)))
+
+
+def test_alignment_error_rate_worked_examples():
+    aer = g.alignment_error_rate
+    sure, possible = [(0, 0), (1, 1)], [(0, 0), (1, 1), (2, 1)]
+    # |A∩S| = 1, |A∩P| = 2, |A| = 3, |S| = 2: 1 - 3/5.
+    assert aer([(0, 0), (2, 1), (2, 2)], sure, possible) == pytest.approx(0.4)
+    # Sure links count as possible even if `possible` leaves them out.
+    assert aer([(0, 0), (2, 1), (2, 2)], sure, [(2, 1)]) == pytest.approx(0.4)
+    assert aer(sure, sure, possible) == 0.0
+    assert aer(possible, sure, possible) == 0.0  # possible links cost nothing
+    assert aer([], sure, possible) == 1.0
+    assert aer({(5, 5)}, sure, possible) == 1.0
+    # Many sentences: counts are summed before dividing, (1+1 + 2+1) / (3+1 + 2+1),
+    # not the mean of 0.4 and 0.
+    many = aer(
+        [[(0, 0), (2, 1), (2, 2)], [(0, 0)]],
+        [sure, [(0, 0)]],
+        [possible, [(0, 0)]],
+    )
+    assert many == pytest.approx(1 - 5 / 7)
+    # Index pairs may come as NumPy arrays (np.argwhere of an alignment matrix).
+    np = pytest.importorskip("numpy")
+    matrix = np.zeros((3, 3), dtype=bool)
+    matrix[0, 0] = matrix[2, 1] = matrix[2, 2] = True
+    assert aer(np.argwhere(matrix), sure, possible) == pytest.approx(0.4)
+
+
+def test_alignment_error_rate_of_the_gold_is_zero(sample):
+    sure = [ex.sure_links for ex in sample]
+    possible = [ex.possible_links for ex in sample]
+    assert g.alignment_error_rate(sure, sure, possible) == 0.0
+    assert g.alignment_error_rate(possible, sure, possible) == 0.0
+    ex = sample[0]
+    assert g.alignment_error_rate(ex.sure_links, ex.sure_links, ex.possible_links) == 0.0
+    # Only the sure links' last one missing in every sentence: recall drops.
+    fewer = [links[:-1] for links in sure]
+    assert 0.0 < g.alignment_error_rate(fewer, sure, possible) < 0.2
+
+
+@pytest.mark.parametrize(
+    "predicted, sure, possible",
+    [
+        ([[(0, 0)], [(1, 1)]], [[(0, 0)]], [[(0, 0)]]),  # 2 sentences vs 1
+        ([(0, 0)], [[(0, 0)], [(1, 1)]], [[(0, 0)], [(1, 1)]]),  # one vs many
+        ([(0, 0, 0)], [(0, 0)], [(0, 0)]),  # not a pair
+        ([["a", "b"]], [(0, 0)], [(0, 0)]),
+        ([], [], []),  # no link at all: undefined
+    ],
+)
+def test_alignment_error_rate_bad_arguments(predicted, sure, possible):
+    with pytest.raises(ValueError):
+        g.alignment_error_rate(predicted, sure, possible)
