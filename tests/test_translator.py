@@ -720,6 +720,10 @@ def test_xla_compiled_search_agrees_with_the_graph(run_translator):
         np.testing.assert_allclose(xla_scores, scores, rtol=1e-5, atol=1e-5)
     alone = [run_translator.translate([s])[0] for s in SENTENCES[:3]]
     assert run_translator.translate(SENTENCES[:3], batch_size=4) == alone
+    # A target prefix: a second input, under XLA too.
+    prefixes = [[t for t in ids[:2] if t != END_ID] for ids in graph.search(SENTENCES[:2]).ids]
+    assert run_translator.translate(SENTENCES[:2], target_prefix=prefixes) == (
+        graph.translate(SENTENCES[:2], target_prefix=prefixes))
     with pytest.raises(TypeError, match="jit_compile"):
         run_translator.with_settings(jit_compile="yes")
 

@@ -7,6 +7,9 @@ with alpha = `length_penalty` (0.6 by default; 0 gives the log-probability),
 or with `length_penalty_form="power"` lp(Y) = |Y|^alpha (Marian's,
 fairseq's, Hugging Face's and CTranslate2's).
 
+`forced` scores given targets with the same definitions (`score_targets`,
+`next_token_log_probs`: forced decoding, one teacher-forced pass).
+
 Modules: `greedy` (`greedy_search`), `beam` (`beam_search`), `settings`
 (`DecodingSettings`: each decoding setting's one default and validation;
 `length_penalty`, the one length penalty), `_loop` (what the searches
@@ -15,8 +18,9 @@ share); `search`, which picks one by beam size, is defined here.
 
 from keras import ops
 
-from keras_attention._constants import PAD_ID
+from keras_attention.decoding._loop import empty_sources
 from keras_attention.decoding.beam import beam_search
+from keras_attention.decoding.forced import next_token_log_probs, score_targets
 from keras_attention.decoding.greedy import greedy_search
 from keras_attention.decoding.settings import (
     DEFAULTS,
@@ -29,29 +33,18 @@ from keras_attention.decoding.settings import (
 )
 
 
-def empty_sources(encoder_tokens, end_id):
-    """`[B]` bool: which sources of `encoder_tokens` (`[B, S]` ids) hold no
-    token but padding and `end_id`: the tokenizers' ids of "" and of blank
-    text (`[END]` alone). The one definition of "empty in, empty out": every
-    result `search` gives an empty source is `[END]` alone (the empty
-    string) with score 0, so the Translator, the SavedModel and keras-hub's
-    `generate` translate "" to ""."""
-    tokens = ops.cast(encoder_tokens, "int32")
-    other = ops.logical_and(ops.not_equal(tokens, PAD_ID), ops.not_equal(tokens, end_id))
-    return ops.logical_not(ops.any(other, axis=-1))
-
-
 def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAULTS.beam_size,
            length_penalty=DEFAULTS.length_penalty, num_return_sequences=None,
            early_stopping=DEFAULTS.early_stopping,
-           length_penalty_form=DEFAULTS.length_penalty_form):
+           length_penalty_form=DEFAULTS.length_penalty_form, target_prefix=None):
     """`greedy_search` when `beam_size == 1`, `beam_search` otherwise, both
     with `length_penalty` in `length_penalty_form` (`early_stopping` goes to `beam_search`; greedy
     search stops when its one hypothesis ends, whatever it says); returns
     `(tokens [B, L], scores [B])`, scores log P(Y|X) / lp(Y) whatever the
     beam size, or with
     `num_return_sequences=n` (at most `beam_size`) the n best,
-    `([B, n, L], [B, n])`.
+    `([B, n, L], [B, n])`. `target_prefix` (int `[B, P]`, 0-padded):
+    target ids each output starts with, the search continuing from them.
 
     Empty in, empty out: every result of an empty source (`empty_sources`:
     no token but padding and `end_id`) is `end_id` alone with score 0."""
@@ -60,7 +53,8 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
     if beam_size == 1:
         tokens, scores = greedy_search(model, encoder_tokens, max_length, start_id, end_id,
                                        length_penalty=length_penalty,
-                                       length_penalty_form=length_penalty_form)
+                                       length_penalty_form=length_penalty_form,
+                                       target_prefix=target_prefix)
         if num_return_sequences is not None:
             tokens, scores = tokens[:, None], scores[:, None]
     else:
@@ -68,7 +62,8 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
                                      beam_size=beam_size, length_penalty=length_penalty,
                                      num_return_sequences=num_return_sequences,
                                      early_stopping=early_stopping,
-                                     length_penalty_form=length_penalty_form)
+                                     length_penalty_form=length_penalty_form,
+                                     target_prefix=target_prefix)
     # Empty in, empty out: whatever the model made of an empty source.
     empty = ops.reshape(empty_sources(encoder_tokens, end_id),
                         (-1,) + (1,) * (len(scores.shape) - 1))  # [B] or [B, 1]
@@ -81,4 +76,5 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
 
 __all__ = ["DEFAULTS", "DecodingSettings", "LENGTH_PENALTY_FORMS", "beam_search",
            "check_early_stopping", "check_num_return_sequences", "empty_sources",
+           "next_token_log_probs", "score_targets",
            "gnmt_length_penalty", "greedy_search", "length_penalty", "search"]

@@ -47,6 +47,18 @@ def encode_source(model, encoder_tokens):
     return model.encode(encoder_tokens)  # [B, S, D], [B, S]
 
 
+def empty_sources(encoder_tokens, end_id):
+    """`[B]` bool: which sources of `encoder_tokens` (`[B, S]` ids) hold no
+    token but padding and `end_id`: the tokenizers' ids of "" and of blank
+    text (`[END]` alone). The one definition of "empty in, empty out": every
+    result `search` gives an empty source is `[END]` alone (the empty
+    string) with score 0, so the Translator, the SavedModel and keras-hub's
+    `generate` translate "" to ""."""
+    tokens = ops.cast(encoder_tokens, "int32")
+    other = ops.logical_and(ops.not_equal(tokens, PAD_ID), ops.not_equal(tokens, end_id))
+    return ops.logical_not(ops.any(other, axis=-1))
+
+
 def _repeat_rows(x, times):
     """Each row `times` times in a row (b*K + k): `[B, ...]` -> `[B*K, ...]`."""
     return ops.repeat(x, times, axis=0)
@@ -165,6 +177,37 @@ def _without_padding(logits):
     in fairseq, whose generator also gives the pad id -inf)."""
     is_pad = ops.equal(ops.arange(ops.shape(logits)[-1]), PAD_ID)  # [V]
     return ops.where(is_pad, ops.cast(MASKED_LOGIT, logits.dtype), logits)
+
+
+def prefix_columns(target_prefix, rows_per_sentence=1):
+    """`target_prefix` (int `[B, P]` ids, 0 after each row's prefix; or
+    None) as the `[B*K, P + 1]` int32 columns `force_prefix` reads: each
+    row repeated for its K beams, and one column of zeros (no constraint)
+    appended, so that every step past the prefix reads a zero."""
+    if target_prefix is None:
+        return None
+    prefix = ops.cast(ops.convert_to_tensor(target_prefix), "int32")
+    if len(prefix.shape) != 2:
+        raise ValueError(f"`target_prefix` must be a 2-D batch of target ids [B, P]; "
+                         f"received shape {tuple(prefix.shape)}.")
+    prefix = ops.concatenate([prefix, ops.zeros((ops.shape(prefix)[0], 1), "int32")], axis=1)
+    return _repeat_rows(prefix, rows_per_sentence) if rows_per_sentence > 1 else prefix
+
+
+def force_prefix(log_probs, prefix, i):
+    """`log_probs` `[R, V]` of step `i` where a row whose prefix (`prefix_columns`)
+    names a token at position i can only take that token: the other tokens
+    get `MASKED_LOGIT`; the forced token keeps its own log-probability, so
+    the hypothesis' score is the model's probability of the prefix and its
+    continuation (CTranslate2's `target_prefix`). A row with 0 there is free."""
+    if prefix is None:
+        return log_probs
+    column = ops.minimum(i, ops.shape(prefix)[1] - 1)
+    forced = ops.take(prefix, column, axis=1)  # [R]
+    vocabulary = ops.arange(ops.shape(log_probs)[-1], dtype="int32")  # [V]
+    keep = ops.logical_or(ops.equal(forced, 0)[:, None],
+                          ops.equal(vocabulary[None, :], forced[:, None]))  # [R, V]
+    return ops.where(keep, log_probs, ops.cast(MASKED_LOGIT, log_probs.dtype))
 
 
 def normalized_score(log_prob, length, alpha, form="gnmt"):

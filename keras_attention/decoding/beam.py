@@ -10,7 +10,9 @@ from keras_attention._constants import MASKED_LOGIT
 from keras_attention.decoding._loop import (
     check_search_args,
     encode_source,
+    force_prefix,
     normalized_score,
+    prefix_columns,
     run_search,
 )
 from keras_attention.decoding.settings import (
@@ -36,6 +38,7 @@ def beam_search(
     num_return_sequences=None,
     early_stopping=DEFAULTS.early_stopping,
     length_penalty_form=DEFAULTS.length_penalty_form,
+    target_prefix=None,
 ):
     """Finds high-scoring translations with beam search.
 
@@ -84,6 +87,10 @@ def beam_search(
         length_penalty_form: `"gnmt"` (the default) or `"power"`
             (`DecodingSettings`); the bounds above hold for both, as lp
             grows with |Y|.
+        target_prefix: None, or int `[B, P]` target ids each row's
+            hypotheses start with (0 after a row's prefix; no end token in
+            it): one hypothesis is forced through them, with their own
+            log-probabilities, and the beam opens after them.
 
     Returns:
         `(tokens, scores)`: int32 `tokens` `[B, L]` of the best hypothesis,
@@ -111,6 +118,7 @@ def beam_search(
     encoder_outputs, encoder_mask = encode_source(model, encoder_tokens)  # [B, S, D], [B, S]
     batch_size = ops.shape(encoder_outputs)[0]
     rows = batch_size * k  # B*K
+    prefix = prefix_columns(target_prefix, k)  # [B*K, P + 1] or None
     length = max_length + 1  # with the start token
     vocabulary = model.decoder_vocabulary_size
     sequences = ops.concatenate(
@@ -144,7 +152,8 @@ def beam_search(
 
     def update(state, i, logits):
         sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, done = state
-        log_probs = ops.reshape(ops.log_softmax(logits, axis=-1), (batch_size, k, vocabulary))
+        log_probs = force_prefix(ops.log_softmax(logits, axis=-1), prefix, i)  # [B*K, V]
+        log_probs = ops.reshape(log_probs, (batch_size, k, vocabulary))
         candidates = ops.reshape(alive_log_probs[:, :, None] + log_probs,
                                  (batch_size, k * vocabulary))  # [B, K*V]
         # 2K candidates: at least K of them do not end, so K stay alive.
@@ -165,8 +174,11 @@ def beam_search(
         # Finished: the best K of the old finished and the candidates ending
         # now (none once the sentence is done: its result is kept as it was,
         # whatever the rest of the batch still decodes).
+        # (A candidate of a masked beam or token, which a forced prefix
+        # leaves among the 2K, never finishes.)
+        real = top_log_probs > MASKED_LOGIT / 2  # [B, 2K]
         finishes = ops.logical_and(ops.logical_and(ends, may_finish[None, :]),
-                                   ops.logical_not(done)[:, None])  # [B, 2K]
+                                   ops.logical_and(ops.logical_not(done)[:, None], real))
         new_scores = ops.where(
             finishes, score(top_log_probs, i + 1),
             MASKED_LOGIT)  # [B, 2K]

@@ -8,7 +8,9 @@ from keras import ops
 from keras_attention.decoding._loop import (
     check_search_args,
     encode_source,
+    force_prefix,
     normalized_score,
+    prefix_columns,
     run_search,
 )
 from keras_attention.decoding.settings import DEFAULTS
@@ -17,7 +19,7 @@ from keras_attention.layers import update_slice
 
 def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
                   length_penalty=DEFAULTS.length_penalty, use_cache=True,
-                  length_penalty_form=DEFAULTS.length_penalty_form):
+                  length_penalty_form=DEFAULTS.length_penalty_form, target_prefix=None):
     """Decodes the most probable token at each step.
 
     The source is encoded once; each step runs only the new position through
@@ -37,6 +39,10 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
         use_cache: if False, recompute the whole prefix at every step (slow;
             the reference the cached search must equal).
         length_penalty_form: `"gnmt"` or `"power"` (`DecodingSettings`).
+        target_prefix: None, or int `[B, P]` target ids each row's output
+            starts with (0 after a row's prefix; no end token in it): the
+            search is forced through them and continues from there; their
+            log-probabilities count in the score.
 
     Returns:
         `(tokens, scores)`: int32 `tokens` `[B, L]` without the start token,
@@ -58,6 +64,7 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
                       length_penalty_form)
     encoder_outputs, encoder_mask = encode_source(model, encoder_tokens)
     batch_size = ops.shape(encoder_outputs)[0]
+    prefix = prefix_columns(target_prefix)  # [B, P + 1] or None
     sequences = ops.concatenate(
         [
             ops.full((batch_size, 1), start_id, "int32"),
@@ -77,7 +84,7 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
 
     def update(state, i, logits):
         sequences, log_probs_sum, lengths, finished = state
-        log_probs = ops.log_softmax(logits, axis=-1)  # [B, V]
+        log_probs = force_prefix(ops.log_softmax(logits, axis=-1), prefix, i)  # [B, V]
         next_ids = ops.cast(ops.argmax(log_probs, axis=-1), "int32")  # [B]
         step = ops.take_along_axis(log_probs, next_ids[:, None], axis=-1)[:, 0]  # [B]
         next_ids = ops.where(finished, 0, next_ids)

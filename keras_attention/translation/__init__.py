@@ -4,12 +4,15 @@ preset) and the function under it, `translate`.
 
 Modules, by concern: `translator` (`Translator`: its settings and thin
 methods), `searching` (the search on strings: `translate`, `SearchResult`,
-`AttentionDetails`), `presets` (loading and saving), `fine_tuning`
+`AttentionDetails`), `forcing` (forced decoding: `score`, `alternatives`,
+target prefixes), `presets` (loading and saving), `fine_tuning`
 (`compile`, `preprocess`, `fit` on strings), `exports` (the SavedModel,
 CTranslate2 and keras-hub's task).
 """
 
+from keras_attention.translation.forcing import Alternative, TargetScore
 from keras_attention.translation.searching import AttentionDetails, SearchResult, translate
 from keras_attention.translation.translator import Translator
 
-__all__ = ["AttentionDetails", "SearchResult", "Translator", "translate"]
+__all__ = ["Alternative", "AttentionDetails", "SearchResult", "TargetScore", "Translator",
+           "translate"]

@@ -72,23 +72,26 @@ _DETOKENIZE = weakref.WeakKeyDictionary()
 _DETAILS = weakref.WeakKeyDictionary()
 
 
-def _compiled_search(model, settings, num_return_sequences, jit_compile=False):
+def _compiled_search(model, settings, num_return_sequences, jit_compile=False,
+                     with_prefix=False):
     """The search of `settings` (a `DecodingSettings`) as a tf.function with
-    one trace for every `[B, S]`; with `jit_compile`, XLA compiles it (once
+    one trace for every `[B, S]` (and, `with_prefix`, every `[B, P]` target
+    prefix: its second argument); with `jit_compile`, XLA compiles it (once
     per concrete shape): one fused program per decoding step instead of
     ~1,700 graph ops run one by one."""
     max_length = settings.output_length(model.max_length)
     key = (settings.replace(max_output_length=max_length), num_return_sequences,
-           xla_ops_allowed(), bool(jit_compile))  # read when traced
+           xla_ops_allowed(), bool(jit_compile), with_prefix)  # read when traced
     searches = _SEARCHES.setdefault(model, {})
     if key not in searches:
-        searches[key] = tf.function(
-            lambda tokens: search(model, tokens, max_length, START_ID, END_ID,
-                                  num_return_sequences=num_return_sequences,
-                                  **settings.search_options()),
-            input_signature=[tf.TensorSpec([None, None], tf.int32)],
-            jit_compile=bool(jit_compile), autograph=False,
-        )
+        def run(tokens, prefix=None):
+            return search(model, tokens, max_length, START_ID, END_ID,
+                          num_return_sequences=num_return_sequences, target_prefix=prefix,
+                          **settings.search_options())
+
+        ids = tf.TensorSpec([None, None], tf.int32)
+        searches[key] = tf.function(run, input_signature=[ids, ids] if with_prefix else [ids],
+                                    jit_compile=bool(jit_compile), autograph=False)
     return searches[key]
 
 
@@ -154,10 +157,12 @@ def translate(model, source_tokenizer, target_tokenizer, sentences,
 
 
 def _search(model, source_tokenizer, target_tokenizer, sentences, settings, batch_size,
-            verbose, num_return_sequences, jit_compile):
+            verbose, num_return_sequences, jit_compile, target_prefixes=None):
     """`(texts, scores, ids)` of `sentences` in the input order (see
     `translate`); `ids`: each translation's target ids, `[END]` included
-    when it was generated, without padding."""
+    when it was generated, without padding. `target_prefixes`: None, or one
+    list of target ids (no `[END]`; empty: free) per sentence, which its
+    translations start with (`forcing.prefix_ids` checks them)."""
     check_positive_int("batch_size", batch_size)
     if verbose == "auto":  # a bar when there is more than one batch
         verbose = int(len(sentences) > batch_size)
@@ -170,7 +175,8 @@ def _search(model, source_tokenizer, target_tokenizer, sentences, settings, batc
     # in, empty out is the search's: an empty source gives [END] alone, "".)
     order = list(np.argsort([len(row) for row in ids], kind="stable"))
 
-    search = _compiled_search(model, settings, num_return_sequences, jit_compile)
+    with_prefix = target_prefixes is not None and any(target_prefixes)
+    search = _compiled_search(model, settings, num_return_sequences, jit_compile, with_prefix)
     detokenize = _detokenize_fn(target_tokenizer)
 
     n = num_return_sequences
@@ -184,8 +190,11 @@ def _search(model, source_tokenizer, target_tokenizer, sentences, settings, batc
     batches = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
     progbar = keras.utils.Progbar(len(sentences), unit_name="sentence") if verbose else None
     for batch in batches:
-        tokens, batch_scores = search(_search_batch([ids[i] for i in batch], limit, jit_compile,
-                                                    batch_size))
+        inputs = [_search_batch([ids[i] for i in batch], limit, jit_compile, batch_size)]
+        if with_prefix:
+            inputs.append(_search_batch([target_prefixes[i] for i in batch], limit, jit_compile,
+                                        batch_size))
+        tokens, batch_scores = search(*inputs)
         tokens, batch_scores = tokens[: len(batch)], batch_scores[: len(batch)]
         # [b, L] (or [b, n, L]) -> one detokenize call over all the rows
         flat = detokenize(tf.reshape(tokens, (-1, tokens.shape[-1])))

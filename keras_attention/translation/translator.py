@@ -4,8 +4,9 @@ settings in one object. It holds keras-hub's task
 the tokenizers and the settings: one owner of each, whichever door
 (`translate`, keras-hub's `generate`, the SavedModel, CTranslate2, the
 playground) decodes. Its methods are thin: the search on strings is
-`searching`, the files `presets`, fine-tuning `fine_tuning`, the other
-front doors `exports`."""
+`searching`, forced decoding (`score`, `alternatives`, target prefixes)
+`forcing`, the files `presets`, fine-tuning `fine_tuning`, the other front
+doors `exports`."""
 
 import warnings
 
@@ -13,11 +14,18 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_attention._constants import PAD_ID
 from keras_attention._validation import check_bool
 from keras_attention.data.tokenizers import END_ID, START_ID
-from keras_attention.decoding import DEFAULTS, DecodingSettings, length_penalty, search
+from keras_attention.decoding import (
+    DEFAULTS,
+    DecodingSettings,
+    length_penalty,
+    score_targets,
+    search,
+)
 from keras_attention.presets import builtin_presets, classproperty
-from keras_attention.translation import exports, fine_tuning, presets
+from keras_attention.translation import alignment, exports, fine_tuning, forcing, presets
 from keras_attention.translation.searching import (
     AttentionDetails,
     SearchResult,
@@ -136,7 +144,7 @@ class Translator:
     # -- translating ----------------------------------------------------------
 
     def translate(self, texts, *args, batch_size=64, verbose="auto", num_return_sequences=None,
-                  return_scores=False, **overrides):
+                  return_scores=False, target_prefix=None, **overrides):
         """Translates `texts` and returns a list of str in the same order.
 
         Args:
@@ -152,6 +160,13 @@ class Translator:
                 unless `length_penalty_form="power"`: |Y|^length_penalty),
                 the `score` of the exported SavedModel (lists of lists with
                 `num_return_sequences`).
+            target_prefix: None, or one prefix per text (a str, a list of
+                target ids, or None for none): each translation starts with
+                its prefix and the search (greedy or beam) continues from
+                there, for autocompletion and "what if this word were
+                different"; the prefix's own log-probabilities count in the
+                score. A prefix with an unknown word, `[END]`, or as long as
+                the output is refused.
             **overrides: decoding settings for this call only (`beam_size`,
                 `length_penalty`, `max_output_length`, `early_stopping`,
                 `length_penalty_form`), as
@@ -166,7 +181,7 @@ class Translator:
         if args:
             overrides, batch_size, verbose = _positional(args, overrides, batch_size, verbose)
         translations, scores, _ = self._search(texts, batch_size, verbose, num_return_sequences,
-                                               overrides)
+                                               overrides, target_prefix)
         return (translations, scores) if return_scores else translations
 
     generate = translate  # keras-hub's name
@@ -178,11 +193,11 @@ class Translator:
         return self.translate(texts, *args, return_scores=True, **kwargs)
 
     def search(self, texts, batch_size=64, verbose="auto", *, num_return_sequences=None,
-               **overrides):
+               target_prefix=None, **overrides):
         """The search behind `translate`, with what it found: a `SearchResult`
         of the translations, their scores, their target ids and subword
         tokens. `overrides` replace decoding settings for this call
-        (`beam_size=8`); the rest as in `translate`.
+        (`beam_size=8`); the rest (`target_prefix`, ...) as in `translate`.
 
         Example:
 
@@ -191,7 +206,7 @@ class Translator:
         (['Yo como.'], [['Yo', 'como', '.', '[END]']])
         """
         texts, scores, ids = self._search(texts, batch_size, verbose, num_return_sequences,
-                                          overrides)
+                                          overrides, target_prefix)
         to_tokens = self._tokens
         tokens = [to_tokens(self.target_tokenizer, row) if num_return_sequences is None
                   else [to_tokens(self.target_tokenizer, r) for r in row] for row in ids]
@@ -210,10 +225,75 @@ class Translator:
                       START_ID, END_ID, num_return_sequences=num_return_sequences,
                       **settings.search_options())
 
-    def _search(self, texts, batch_size, verbose, num_return_sequences, overrides):
-        return _search(self.model, self.source_tokenizer, self.target_tokenizer,
-                       _as_sentences(texts), self.settings.replace(**overrides), batch_size,
-                       verbose, num_return_sequences, self.jit_compile)
+    def _search(self, texts, batch_size, verbose, num_return_sequences, overrides,
+                target_prefix=None):
+        sentences, settings = _as_sentences(texts), self.settings.replace(**overrides)
+        prefixes = forcing.prefix_ids(self.target_tokenizer, target_prefix, len(sentences),
+                                      settings.output_length(self.model.max_length))
+        return _search(self.model, self.source_tokenizer, self.target_tokenizer, sentences,
+                       settings, batch_size, verbose, num_return_sequences, self.jit_compile,
+                       prefixes)
+
+    # -- forced decoding ---------------------------------------------------------
+
+    def score(self, sources, targets, batch_size=64, verbose="auto"):
+        """What the model says of given translations (forced decoding,
+        fairseq's `--score-reference`, CTranslate2's `score_batch`).
+
+        Args:
+            sources: a list of str.
+            targets: one translation per source: a str (tokenized as the
+                search's output is) or a list of target ids (e.g. a
+                `search(...)`'s `ids`; `[END]` appended if it has none).
+            batch_size, verbose: as in `translate`.
+
+        Returns:
+            A list of `TargetScore` (`tokens`, `ids`, per-token `log_probs`,
+            their sum `log_prob`, and `score`, log P(Y|X) / lp(Y) with this
+            translator's length penalty): for the translator's own output,
+            its search's score. An empty source with an empty translation
+            scores 0.
+
+        Example:
+
+        >>> result = translator.score(["I eat."], ["Yo como."])[0]
+        >>> result.tokens, result.log_probs.round(2), result.score
+        (['Yo', 'como', '.', '[END]'], array([-0.4 , -0.02, -0.  , -0.  ]), -0.33)
+        """
+        return forcing.score(self, sources, targets, batch_size, verbose)
+
+    def score_ids(self, encoder_tokens, target_tokens):
+        """`score` on token ids (plain `keras.ops`, traceable like
+        `search_ids`): `encoder_tokens` `[B, S]` and `target_tokens`
+        `[B, T]` int, 0-padded, `[END]` closing each -> `(token_log_probs
+        [B, T], log_probs [B], scores [B])` (`decoding.score_targets`)."""
+        return score_targets(self.model, encoder_tokens, target_tokens, START_ID, END_ID,
+                             self.settings.length_penalty, self.settings.length_penalty_form)
+
+    def alternatives(self, source, prefix=None, k=5, temperature=1.0):
+        """The k most likely next tokens after a target prefix: what else
+        the model could say at that point.
+
+        Args:
+            source: a str.
+            prefix: the translation so far (a str, a list of target ids,
+                or None: the first token).
+            k: how many, in [1, vocabulary size - 1].
+            temperature: > 0; the probabilities are softmax(logits / T)
+                (1: the model's own; the order does not change).
+
+        Returns:
+            A list of k `Alternative` (`token`, `id`, `probability`,
+            `log_prob`), most likely first: the first is the token greedy
+            search would take. An empty source has one: `[END]`.
+
+        Example:
+
+        >>> [(a.token, round(a.probability, 2)) for a in
+        ...  translator.alternatives("I eat.", "Yo", k=2)]
+        [('como', 0.97), ('bebo', 0.01)]
+        """
+        return forcing.alternatives(self, source, prefix, k, temperature)
 
     # -- attention -------------------------------------------------------------
 
@@ -231,6 +311,7 @@ class Translator:
             tf.constant([source_ids], tf.int32), tf.constant([input_ids], tf.int32))
         logits = keras.ops.convert_to_numpy(keras.ops.cast(details["logits"], "float32"))[0]
         logits = logits.astype(np.float64)  # [T, V]
+        logits[:, PAD_ID] = -np.inf  # as the searches and `score`: padding is never a token
         peak = logits.max(axis=-1, keepdims=True)
         log_probs = logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
         log_probs = log_probs[np.arange(len(target_ids)), target_ids]  # [T]
@@ -265,6 +346,39 @@ class Translator:
             target_input_tokens=self._tokens(self.target_tokenizer, input_ids),
             encoder_self=stack(scores["encoder_self"]), decoder_self=stack(scores["decoder_self"]),
             cross=stack(scores["cross"]), source=text, translation=translation)
+
+    def align(self, sources, targets=None, layer=alignment.DEFAULT_LAYER, heads="mean",
+              position=alignment.DEFAULT_POSITION):
+        """Word alignments from cross-attention: which source word each
+        target word translates (subwords merged into words).
+
+        Args:
+            sources: a list of str.
+            targets: None (each source's own translation, by this
+                translator's search) or one translation (str) per source.
+            layer: the decoder block whose cross-attention is read (an
+                index; negative from the top) or `"mean"` (all of them).
+                The default, the last block, had the lowest alignment error
+                rate on the bundled corpus's gold alignments
+                (`benchmarks/alignment.py`; docs/decoding.md).
+            heads: `"mean"` (the heads averaged) or one head's index.
+            position: `"predicting"` (a target word is read at the rows
+                that predict it: the default, measured) or `"reading"`
+                (the rows that read it as input, one step later).
+
+        Returns:
+            A list of `alignment.WordAlignment` (`source_words`,
+            `target_words`, `links`: `(source_word, target_word)` index
+            pairs, one per target word). An empty sentence has no words and
+            no links.
+
+        Example:
+
+        >>> a = translator.align(["The red book."], ["El libro rojo."])[0]
+        >>> [(a.source_words[s], a.target_words[t]) for s, t in a.links]
+        [('The', 'El'), ('book', 'libro'), ('red', 'rojo'), ('.', '.')]
+        """
+        return alignment.align(self, _as_sentences(sources), targets, layer, heads, position)
 
     def _pair(self, text, target):
         """`(source_ids, target_ids, input_ids)` of a teacher-forced pass: the

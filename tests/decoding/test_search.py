@@ -5,7 +5,14 @@ import keras
 import numpy as np
 import pytest
 
-from keras_attention.decoding import _loop, beam_search, greedy_search, search
+from keras_attention.decoding import (
+    _loop,
+    beam_search,
+    greedy_search,
+    next_token_log_probs,
+    score_targets,
+    search,
+)
 from keras_attention.decoding._loop import cache_lengths
 from keras_attention.layers import without_xla_ops
 from keras_attention.models import Transformer
@@ -364,3 +371,95 @@ def test_the_padding_id_is_never_generated(beam_size):
 
 INPUTS_FOR_BUILD = {"encoder_tokens": np.ones((1, 3), "int32"),
                     "decoder_tokens": np.ones((1, 3), "int32")}
+
+
+# -- forced decoding and target prefixes ---------------------------------------
+
+@pytest.mark.parametrize("alpha, form", [(0.6, "gnmt"), (1.0, "power")])
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_searchs_output_scores_its_own_score(trained, beam_size, alpha, form):
+    """`score_targets` (forced decoding) of a search's own output gives the
+    search's score, token log-probabilities that sum to log P(Y|X), and the
+    NumPy reference's per-token values; on finished outputs (trained) and
+    cut ones (untrained)."""
+    src, _ = reverse_task(np.random.default_rng(21), 5, min_len=1)
+    options = {"length_penalty": alpha, "length_penalty_form": form}
+    for model in (trained, tiny_model()):
+        tokens, scores = search(model, src, 9, START, END, beam_size=beam_size, **options)
+        tokens = to_numpy(tokens).astype("int32")
+        token_log_probs, totals, forced = score_targets(model, src, tokens, START, END, **options)
+        np.testing.assert_allclose(to_numpy(forced), to_numpy(scores), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(to_numpy(token_log_probs).sum(1), to_numpy(totals), rtol=1e-6,
+                                   atol=1e-6)
+        np.testing.assert_allclose(to_numpy(forced), reference_scores(model, src, tokens, alpha,
+                                                                      form), rtol=1e-4, atol=1e-4)
+        assert (to_numpy(token_log_probs)[tokens == 0] == 0).all()
+
+
+def test_forced_decoding_of_the_empty_target_of_an_empty_source_is_zero(trained):
+    """Empty in, empty out: the searches give an empty source [END] alone
+    with score 0, and forced decoding scores that pair 0 too."""
+    src = np.array([[0, 0, 0], [4, 5, 0]], "int32")
+    target = np.array([[END, 0], [END, 0]], "int32")
+    token_log_probs, totals, scores = map(to_numpy, score_targets(trained, src, target, START,
+                                                                  END))
+    assert (token_log_probs[0].tolist(), totals[0], scores[0]) == ([0.0, 0.0], 0.0, 0.0)
+    assert totals[1] < 0 and token_log_probs[1, 0] == totals[1]
+
+
+def test_greedy_continues_its_own_prefix_into_its_own_output():
+    """Greedy search forced through any prefix of its own output gives that
+    output and score again (the prefix's tokens are what it chose)."""
+    model = tiny_model()
+    src, _ = reverse_task(np.random.default_rng(5), 4, min_len=1)
+    tokens, scores = greedy_search(model, src, 8, START, END)
+    tokens = to_numpy(tokens)
+    for k in (1, 3, 8):
+        prefix = np.where(np.arange(tokens.shape[1])[None, :k] < k, tokens[:, :k], 0)
+        prefix = np.where(prefix == END, 0, prefix)  # (no end token in a prefix)
+        again, again_scores = greedy_search(model, src, 8, START, END, target_prefix=prefix)
+        np.testing.assert_array_equal(to_numpy(again), tokens)
+        np.testing.assert_allclose(to_numpy(again_scores), to_numpy(scores), rtol=1e-5)
+
+
+@pytest.mark.parametrize("beam_size", [1, 4])
+def test_a_target_prefix_is_kept_and_scored(trained, beam_size):
+    """A search forced through a prefix the model would not choose starts
+    with it (each row its own length), continues (the trained model goes on
+    reversing what is left), and scores it as forced decoding does: the
+    prefix's own log-probabilities count."""
+    src = np.array([[4, 5, 6, 7], [8, 9, 10, 0]], "int32")
+    prefix = np.array([[12, 13], [11, 0]], "int32")  # not the reversed source
+    tokens, scores = search(trained, src, 9, START, END, beam_size=beam_size,
+                            target_prefix=prefix)
+    tokens = to_numpy(tokens).astype("int32")
+    assert tokens[0, :2].tolist() == [12, 13] and tokens[1, 0] == 11
+    assert (tokens == END).any(axis=1).all()
+    _, _, forced = score_targets(trained, src, tokens, START, END)
+    np.testing.assert_allclose(to_numpy(forced), to_numpy(scores), rtol=1e-4, atol=1e-5)
+    free_tokens, free_scores = search(trained, src, 9, START, END, beam_size=beam_size)
+    assert (to_numpy(scores) < to_numpy(free_scores)).all()  # a worse start costs
+
+
+def test_next_token_log_probs_are_the_greedy_steps(trained):
+    """The distribution after a prefix is the one greedy search picks from:
+    its argmax after each prefix of greedy's output is greedy's next token."""
+    src, _ = reverse_task(np.random.default_rng(8), 3, min_len=3)
+    tokens = to_numpy(greedy_search(trained, src, 9, START, END)[0])
+    for k in range(3):
+        log_probs = to_numpy(next_token_log_probs(trained, src, tokens[:, :k], START))
+        assert log_probs.shape == (3, 16)
+        np.testing.assert_allclose(np.exp(log_probs).sum(-1), 1.0, rtol=1e-5)
+        assert (np.exp(log_probs[:, 0]) == 0).all()  # never the padding id
+        np.testing.assert_array_equal(log_probs.argmax(-1), tokens[:, k])
+
+
+@pytest.mark.backend_independent
+def test_bad_prefixes_and_targets_are_named():
+    model = tiny_model()
+    with pytest.raises(ValueError, match=r"`target_prefix` must be a 2-D batch .* \(3,\)"):
+        greedy_search(model, [[3, 4]], 5, START, END, target_prefix=[3, 4, 5])
+    with pytest.raises(ValueError, match=r"`target_tokens` must be a 2-D batch .* \(2,\)"):
+        score_targets(model, [[3, 4]], [3, END], START, END)
+    with pytest.raises(ValueError, match="`length_penalty_form` must be one of"):
+        score_targets(model, [[3, 4]], [[3, END]], START, END, length_penalty_form="x")

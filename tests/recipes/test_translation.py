@@ -290,7 +290,8 @@ def test_evaluate_command_line(tiny_run, tmp_path):
     assert scores["eval_split"] == "test" and scores["checkpoint"] == checkpoints  # averaged
     assert scores["decoding"] == {"beam_size": config.beam_size,  # the run's, but the flag's
                                   "length_penalty": config.length_penalty,
-                                  "max_output_length": None, "early_stopping": True}
+                                  "max_output_length": None, "early_stopping": True,
+                                  "length_penalty_form": "gnmt"}
     # It says where its files went, and TensorFlow's start-up noise on a machine
     # without a GPU ("E0000 ... failed call to cuInit: ... CUDA error") is gone.
     assert f"Wrote {tmp_path / 'hypotheses.test.txt'} and {tmp_path / 'scores.test.json'}" in (

@@ -1,0 +1,240 @@
+"""Forced decoding on strings, under `Translator.score`,
+`Translator.alternatives` and `Translator.translate(..., target_prefix=...)`:
+what the model says of a given translation (per-token log-probabilities
+and the search's score), of the next token after a given prefix, and the
+checks of the targets and prefixes a user passes (one each, named).
+
+The numbers are `keras_attention.decoding.score_targets`' and
+`next_token_log_probs`' (one teacher-forced pass, the searches' own
+definitions), run as tf.functions traced once per model and settings.
+"""
+
+import dataclasses
+import weakref
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_attention._constants import PAD_ID, UNK_ID
+from keras_attention._validation import as_sentences, check_positive_int
+from keras_attention.data.pipeline import default_bucket_boundaries
+from keras_attention.data.tokenizers import END_ID, START_ID
+from keras_attention.decoding import next_token_log_probs, score_targets
+from keras_attention.translation.searching import _pad_to_bucket, _tokenize_fn
+
+_SCORES = weakref.WeakKeyDictionary()
+_NEXT = weakref.WeakKeyDictionary()
+
+
+@dataclasses.dataclass(frozen=True)
+class TargetScore:
+    """What the model says of one given translation (`Translator.score`).
+
+    Attributes:
+        tokens: the target's subword tokens, `[END]` last.
+        ids: their ids.
+        log_probs: `[T]` float32 log P(y_t | y_<t, X) of each token.
+        log_prob: their sum, log P(Y|X).
+        score: log P(Y|X) / lp(Y), the translator's length penalty: the
+            score its search gives the translation when it finds it.
+    """
+
+    tokens: list
+    ids: list
+    log_probs: np.ndarray
+    log_prob: float
+    score: float
+
+
+@dataclasses.dataclass(frozen=True)
+class Alternative:
+    """One candidate next token (`Translator.alternatives`).
+
+    Attributes:
+        token: the subword token.
+        id: its id.
+        probability: its probability at the call's temperature.
+        log_prob: its log-probability at temperature 1 (the model's, the
+            one the searches add up).
+    """
+
+    token: str
+    id: int
+    probability: float
+    log_prob: float
+
+
+def _vocabulary_ids(tokenizer, ids, name):
+    """`ids` (a list of ints) checked against `tokenizer`'s vocabulary."""
+    if isinstance(ids, (str, bytes)) or not all(
+            isinstance(t, (int, np.integer)) and not isinstance(t, bool) for t in ids):
+        raise TypeError(f"`{name}` must be a string or a list of token ids; received "
+                        f"{ids!r:.80}.")
+    size = tokenizer.vocabulary_size
+    ids = [int(t) for t in ids]
+    bad = next((t for t in ids if not PAD_ID < t < size), None)
+    if bad is not None:
+        raise ValueError(f"`{name}` has the id {bad}, outside the target vocabulary's "
+                         f"[1, {size}).")
+    return ids
+
+
+def target_ids(tokenizer, targets, count, limit):
+    """Each target of `targets` (a list of `count` str or id lists) as target
+    ids ending with `[END]`, at most `limit` (a str as the search's output
+    would be; an id list as given, `[END]` appended when it has none)."""
+    if isinstance(targets, (str, bytes)):
+        raise TypeError("`targets` must be a list of translations (str or id lists), one per "
+                        f"source; received one string {targets!r:.60}.")
+    targets = list(targets)
+    if len(targets) != count:
+        raise ValueError(f"`targets` has {len(targets)} translations for {count} sources; "
+                         "pass one per source.")
+    texts = [i for i, t in enumerate(targets) if isinstance(t, (str, bytes))]
+    rows = [None] * count
+    if texts:
+        tokenized = _tokenize_fn(tokenizer, limit)(tf.constant(as_sentences(
+            [targets[i] for i in texts], "targets"))).to_list()
+        for i, row in zip(texts, tokenized):
+            rows[i] = row
+    for i, target in enumerate(targets):
+        if rows[i] is None:
+            ids = _vocabulary_ids(tokenizer, target, f"targets[{i}]")
+            if not ids or ids[-1] != END_ID:
+                ids = ids[: limit - 1] + [END_ID]
+            rows[i] = ids[:limit]
+    return rows
+
+
+def prefix_ids(tokenizer, prefixes, count, output_length):
+    """`prefixes` (None, or one str / id list / None per sentence) as id
+    lists without `[END]` (empty: no prefix), or None when there is none.
+    Refused: a count that is not the sentences', an unknown word (its
+    tokens hold `[UNK]`), `[END]` inside, a prefix as long as the output."""
+    if prefixes is None:
+        return None
+    if isinstance(prefixes, (str, bytes)):
+        raise TypeError("`target_prefix` must be a list with one prefix (str, id list or None) "
+                        f"per sentence; received one string {prefixes!r:.60}.")
+    prefixes = list(prefixes)
+    if len(prefixes) != count:
+        raise ValueError(f"`target_prefix` has {len(prefixes)} prefixes for {count} "
+                         "sentences; pass one per sentence (None for none).")
+    rows = []
+    for i, prefix in enumerate(prefixes):
+        name = f"target_prefix[{i}]"
+        if prefix is None:
+            rows.append([])
+            continue
+        if isinstance(prefix, (str, bytes)):
+            ids = _tokenize_fn(tokenizer, output_length + 1)(
+                tf.constant(as_sentences([prefix], name))).to_list()[0][:-1]  # without [END]
+            if UNK_ID in ids:
+                raise ValueError(f"`{name}`={prefix!r:.80} has a word the target vocabulary "
+                                 "does not know (it tokenizes to [UNK]); a prefix must be "
+                                 "made of known words.")
+        else:
+            ids = _vocabulary_ids(tokenizer, prefix, name)
+            if END_ID in ids:
+                raise ValueError(f"`{name}` holds the end token [END] (id {END_ID}); a prefix "
+                                 "is the start of a translation, without it.")
+        if len(ids) >= output_length:
+            raise ValueError(f"`{name}` is {len(ids)} tokens long; a prefix must be shorter "
+                             f"than the output length {output_length}, which ends with "
+                             "[END].")
+        rows.append(ids)
+    return rows if any(rows) else None
+
+
+def _compiled_score(model, settings):
+    key = (settings.length_penalty, settings.length_penalty_form)
+    fns = _SCORES.setdefault(model, {})
+    if key not in fns:
+        ids = tf.TensorSpec([None, None], tf.int32)
+        fns[key] = tf.function(
+            lambda sources, targets: score_targets(
+                model, sources, targets, START_ID, END_ID, settings.length_penalty,
+                settings.length_penalty_form),
+            input_signature=[ids, ids], autograph=False)
+    return fns[key]
+
+
+def score(translator, sources, targets, batch_size=64, verbose="auto"):
+    """`Translator.score`: a list of `TargetScore`, one per pair, in order."""
+    check_positive_int("batch_size", batch_size)
+    sources = as_sentences(sources, "sources")
+    if verbose == "auto":
+        verbose = int(len(sources) > batch_size)
+    limit = translator.model.max_length
+    targets = target_ids(translator.target_tokenizer, targets, len(sources), limit)
+    if not sources:
+        return []
+    source_rows = _tokenize_fn(translator.source_tokenizer, limit)(
+        tf.constant(sources)).to_list()
+    run = _compiled_score(translator.model, translator.settings)
+    boundaries = default_bucket_boundaries(limit)
+    order = list(np.argsort([len(s) + len(t) for s, t in zip(source_rows, targets)],
+                            kind="stable"))
+    results = [None] * len(sources)
+    progbar = keras.utils.Progbar(len(sources), unit_name="sentence") if verbose else None
+    for start in range(0, len(order), batch_size):
+        batch = order[start : start + batch_size]
+        token_log_probs, totals, scores = run(
+            _pad_to_bucket([source_rows[i] for i in batch], boundaries),
+            _pad_to_bucket([targets[i] for i in batch], boundaries))
+        token_log_probs = token_log_probs.numpy()
+        for row, i in enumerate(batch):
+            ids = targets[i]
+            results[i] = TargetScore(
+                tokens=translator._tokens(translator.target_tokenizer, ids), ids=ids,
+                log_probs=token_log_probs[row, : len(ids)], log_prob=float(totals[row]),
+                score=float(scores[row]))
+        if progbar is not None:
+            progbar.add(len(batch))
+    return results
+
+
+def _compiled_next(model):
+    if model not in _NEXT:
+        ids = tf.TensorSpec([None, None], tf.int32)
+        _NEXT[model] = tf.function(
+            lambda sources, prefix: next_token_log_probs(model, sources, prefix, START_ID),
+            input_signature=[ids, ids], autograph=False)
+    return _NEXT[model]
+
+
+def alternatives(translator, source, prefix=None, k=5, temperature=1.0):
+    """`Translator.alternatives`: a list of k `Alternative`, most likely first."""
+    if not isinstance(source, str):
+        raise TypeError(f"`source` must be a string; received {type(source).__name__} "
+                        f"{source!r:.60}.")
+    tokenizer = translator.target_tokenizer
+    candidates = tokenizer.vocabulary_size - 1  # every token but padding
+    check_positive_int("k", k, maximum=candidates)
+    if (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+            or not 0 < temperature < float("inf")):
+        raise ValueError(f"`temperature` must be a finite number > 0; received "
+                         f"temperature={temperature!r}.")
+    limit = translator.model.max_length
+    output_length = translator.settings.output_length(limit)
+    ids = prefix_ids(tokenizer, [prefix], 1, output_length)
+    ids = ids[0] if ids else []
+    source_ids = _tokenize_fn(translator.source_tokenizer, limit)(
+        tf.constant([source])).to_list()[0]
+    if all(t in (PAD_ID, END_ID) for t in source_ids):
+        # Empty in, empty out: the searches end an empty source at once.
+        return [Alternative("[END]", END_ID, 1.0, 0.0)]
+    log_probs = _compiled_next(translator.model)(
+        tf.constant([source_ids], tf.int32),
+        tf.constant([ids], tf.int32) if ids else tf.zeros((1, 0), tf.int32))[0].numpy()
+    log_probs = log_probs.astype(np.float64)
+    order = np.argsort(-log_probs, kind="stable")[:k]
+    scaled = log_probs / temperature
+    scaled = np.exp(scaled - np.logaddexp.reduce(scaled[np.isfinite(scaled)]))
+    tokens = translator._tokens(tokenizer, [int(t) for t in order])
+    return [Alternative(token, int(t), float(scaled[t]), float(log_probs[t]))
+            for token, t in zip(tokens, order)]
+
+
+__all__ = ["Alternative", "TargetScore", "alternatives", "prefix_ids", "score", "target_ids"]
