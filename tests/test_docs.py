@@ -48,6 +48,7 @@ GROUPS = {
     ("docs/layers.md", "cache"): ["initialize_self_attention_cache"],
     ("docs/layers.md", "packing"): ["pack_pairs(sources"],
     ("docs/decoding.md", "search"): ["Transformer.from_preset"],
+    ("docs/decoding.md", "inspect"): ["translator.align(["],
     # The plain-Keras lines first, so that they run in a process where only
     # `import keras_attention` has registered the classes.
     ("docs/decoding.md", "translator"): ["keras.saving.load_model", "with_settings(",
@@ -173,6 +174,22 @@ def test_readme_shipped_presets_block(capsys):
     assert names == "['tatoeba_en_es', 'tatoeba_es_en']"
     assert "libro rojo" in spanish and "red book" in english
     assert generated == spanish  # keras-hub's generate: the Translator's translation
+
+
+@pytest.mark.slow  # decodes with a real model (out of the quick tier)
+def test_decoding_guide_inspection_block(capsys):
+    """docs/decoding.md's "look inside a translation" block, as written, on
+    the shipped English -> Spanish preset: a score, a translation from a
+    prefix, three alternatives and the word links print."""
+    # The graph run op by op: XLA's compilations would be most of the time
+    # (the XLA search takes prefixes too: tests/test_translator.py).
+    code = _code("docs/decoding.md", "inspect", [(
+        'Translator.from_preset("tatoeba_en_es")',
+        'Translator.from_preset("tatoeba_en_es", jit_compile=False)')])
+    exec(code, {})  # noqa: S102  (the guide's own example)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].startswith("['Dejé', 'el', 'libro'") and lines[1].startswith("['Olvidé")
+    assert len(lines) == 6 and "('red', 'rojo')" in lines[-1]
 
 
 @pytest.mark.slow  # converts, decodes and saves a model (out of the quick tier)
