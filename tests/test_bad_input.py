@@ -94,12 +94,20 @@ def test_blank_is_defined_once_in_python_and_in_the_graph():
 def test_blank_sentences_translate_to_empty_strings_at_every_door(door, doors, request):
     texts = [*BLANKS, "The red book."]
     if door == "saved_model":  # the shared run's export (its graph tests blanks itself)
-        export = request.getfixturevalue("tiny_export")
-        outputs = tf.saved_model.load(export).signatures["serving_default"](
-            text=tf.constant(texts))
+        export = tf.saved_model.load(request.getfixturevalue("tiny_export"))
+        outputs = export.signatures["serving_default"](text=tf.constant(texts))
         translations = [t.decode() for t in outputs["translation"].numpy()]
         assert outputs["score"].numpy().tolist()[:-1] == [0.0] * len(BLANKS)  # not searched
         assert outputs["score"].numpy()[-1] < 0  # searched
+        # Its `score` signature: a blank source with a blank (empty) target is [END]
+        # alone, scored 0, as the search gives it; a real sentence's is not.
+        scored = export.signatures["score"](source=tf.constant(texts),
+                                            target=tf.constant(BLANKS[::-1] + [""]))
+        assert scored["length"].numpy().tolist() == [1] * len(texts)
+        assert scored["tokens"].numpy()[:, 0].tolist() == [b"[END]"] * len(texts)
+        assert scored["score"].numpy().tolist()[:-1] == [0.0] * len(BLANKS)
+        assert scored["token_log_probs"].numpy().tolist()[:-1] == [[0.0]] * len(BLANKS)
+        assert scored["score"].numpy()[-1] < 0
     else:
         translations = doors(door)(texts)
         assert translations[-1]  # a sentence is translated: the blanks were not by chance

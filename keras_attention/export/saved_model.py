@@ -5,14 +5,21 @@ detokenizer all run inside its graph.
         saved_model.pb, variables/   signature `serving_default`:
                                        text [batch] tf.string
                                        -> translation [batch] tf.string, score [batch] float32
+                                     signature `score` (forced decoding, `Translator.score`):
+                                       source [batch], target [batch] tf.string
+                                       -> token_log_probs [batch, T] float32,
+                                          tokens [batch, T] tf.string ("" as padding),
+                                          length [batch] int32, log_prob [batch] float32,
+                                          score [batch] float32
         assets.extra/model.keras     the Keras model, for Keras users
         assets.extra/vocab/          the tokenizers (*.vocab.txt, *.json; *.model for SentencePiece)
         assets.extra/export.json     beam size, length penalty, maximum lengths
 
 The graph uses only core TensorFlow and TensorFlow Text ops (TensorFlow
 Serving links TensorFlow Text), no XLA op (it is traced under
-`without_xla_ops()`), checks that `text` is 1-D before tokenizing, and loads
-in a process that imports nothing of this package. It is written with Keras'
+`without_xla_ops()`), checks that each input is 1-D (and that `source` and
+`target` pair up) before tokenizing, and loads in a process that imports
+nothing of this package. It is written with Keras'
 `ExportArchive`, which tracks the model's variables rather than the Keras
 objects.
 """
@@ -37,9 +44,10 @@ def next_version(export_dir):
     return max(versions, default=0) + 1
 
 
-def check_text(text):
+def check_text(text, name="text"):
     """`text` as a `[batch]` tensor, once the graph has checked at run time
-    that it is 1-D; otherwise the request fails with InvalidArgument.
+    that it is 1-D; otherwise the request fails with InvalidArgument naming
+    the input (`name`).
 
     TF Serving (and a loaded signature) feeds whatever the client sends, and
     TF Text's tokenizers crash the whole process on a scalar or a `[1, 0]`
@@ -50,21 +58,47 @@ def check_text(text):
     rank = tf.rank(text)
     check = tf.debugging.Assert(
         tf.equal(rank, 1),
-        ["`text` must be a 1-D string tensor [batch] (one sentence per element); received "
-         "a tensor of shape", tf.shape(text)],
-        name="check_text_is_1d")
+        [f"`{name}` must be a 1-D string tensor [batch] (one sentence per element); "
+         "received a tensor of shape", tf.shape(text)],
+        name=f"check_{name}_is_1d")
     with tf.control_dependencies([check]):
         return tf.reshape(text, [-1])  # [B]: a static rank for what follows
 
 
-def _check_translator(translator):
+def check_pairs(source, target):
+    """`(source, target)` as `[batch]` tensors, once the graph has checked
+    each as `check_text` does and that they hold as many sentences (one
+    target per source); otherwise InvalidArgument. (A shorter `target`
+    would otherwise fail deep inside the model with a shape error that names
+    neither input.)"""
+    source, target = check_text(source, "source"), check_text(target, "target")
+    sources, targets = tf.size(source), tf.size(target)
+    check = tf.debugging.Assert(
+        tf.equal(sources, targets),
+        ["`source` and `target` must have the same batch size (one target per source); "
+         "received sources:", sources, "targets:", targets],
+        name="check_source_and_target_batch_sizes")
+    with tf.control_dependencies([check]):
+        return tf.identity(source), tf.identity(target)
+
+
+_INTERFACE = ("model", "source_tokenizer", "target_tokenizer", "settings", "search_ids")
+
+
+def _check_translator(translator, also=()):
     """A TypeError unless `translator` has the interface of a
-    `keras_attention.Translator` that the exports use, naming what it lacks.
-    Any such object is accepted (duck typing), so that this package never
-    imports the translator's. (With `dtype_policy`, `export_translator` also
-    builds another of its type: `type(translator)(model, source_tokenizer,
-    target_tokenizer, **settings.to_dict())`.)"""
-    needed = ("model", "source_tokenizer", "target_tokenizer", "settings", "search_ids")
+    `keras_attention.Translator` that the exports use (`also`: what one
+    export needs beyond it, checked once the common part is there), naming
+    what it lacks. Any such object is accepted (duck typing), so that this
+    package never imports the translator's. (With `dtype_policy`,
+    `export_translator` also builds another of its type:
+    `type(translator)(model, source_tokenizer, target_tokenizer,
+    **settings.to_dict())`.)"""
+    for needed in (_INTERFACE, _INTERFACE + tuple(also)):
+        _check_interface(translator, needed)
+
+
+def _check_interface(translator, needed):
     missing = [name for name in needed if not hasattr(translator, name)]
     if missing:
         raise TypeError("`translator` must be a keras_attention.Translator (the model, its "
@@ -93,6 +127,53 @@ def _serving_fn(translator):
     return serve
 
 
+def _scoring_fn(translator):
+    """The `score` signature: `Translator.score` on strings, in the graph."""
+    max_length = translator.model.max_length
+    source_tokenizer, target_tokenizer = translator.source_tokenizer, translator.target_tokenizer
+
+    def score(source, target):
+        with without_xla_ops():
+            return score_batch(*check_pairs(source, target))
+
+    def score_batch(source, target):
+        # Both sides as `Translator.score` tokenizes strings (`forcing.target_ids`):
+        # cut to the model's max_length, [END] last ("" and blank text: [END] alone).
+        source_ids = tokenize_with_end(source_tokenizer, source, max_length)  # [B, None]
+        target_ids = tokenize_with_end(target_tokenizer, target, max_length)  # [B, None]
+        # At least one column: an empty batch has none, and the forced pass reads the
+        # first (every target of a batch has one, its [END]).
+        shape = tf.stack([target_ids.nrows(),
+                          tf.maximum(tf.reduce_max(target_ids.row_lengths()), 1)])  # [B, T]
+        target_tokens = target_ids.to_tensor(shape=shape)  # [B, T], 0-padded
+        token_log_probs, log_probs, scores = translator.score_ids(
+            source_ids.to_tensor(), target_tokens)  # [B, T], [B], [B]
+        return {"token_log_probs": tf.cast(token_log_probs, tf.float32),
+                # Which number belongs to which subword ("" as padding), for REST clients.
+                "tokens": target_tokenizer.id_to_token(target_ids).to_tensor(
+                    default_value="", shape=shape),
+                "length": tf.cast(target_ids.row_lengths(), tf.int32),
+                "log_prob": tf.cast(log_probs, tf.float32),
+                "score": tf.cast(scores, tf.float32)}
+
+    return score
+
+
+SIGNATURES = {
+    "serving_default": {"inputs": {"text": "string [batch]"},
+                        "outputs": {"translation": "string [batch]",
+                                    "score": "float32 [batch]"}},
+    "score": {"inputs": {"source": "string [batch]", "target": "string [batch]"},
+              "outputs": {"token_log_probs": "float32 [batch, T] (0 after each target's end)",
+                          "tokens": "string [batch, T] (the target's subword tokens, [END] "
+                                    "last, \"\" as padding)",
+                          "length": "int32 [batch] (tokens, [END] included)",
+                          "log_prob": "float32 [batch] (log P(target | source))",
+                          "score": "float32 [batch] (log_prob / the length penalty, as "
+                                   "serving_default's score)"}},
+}
+
+
 def export_translator(translator, export_dir, version=None, dtype_policy=None,
                       verbose=False):
     """Writes `<export_dir>/<version>/` and returns its path
@@ -104,13 +185,15 @@ def export_translator(translator, export_dir, version=None, dtype_policy=None,
             `early_stopping`), which are fixed in the graph. The signature's
             `score` is log P(Y|X) / ((5 + |Y|) / 6)^alpha for every beam size
             (greedy included); sources are truncated to the model's
-            `max_length`. For other settings: `translator.with_settings(...)`.
+            `max_length`. The `score` signature is `translator.score` on
+            string pairs (both sides tokenized and truncated as it does).
+            For other settings: `translator.with_settings(...)`.
         export_dir: TF Serving's model base path.
         version: the numbered folder (default: the next free number).
         dtype_policy: serve under this Keras dtype policy (e.g. "float32")
             instead of the model's own.
     """
-    _check_translator(translator)
+    _check_translator(translator, also=("score_ids",))
     model, settings = translator.model, translator.settings
     source_tokenizer, target_tokenizer = translator.source_tokenizer, translator.target_tokenizer
     if dtype_policy is not None:
@@ -139,6 +222,13 @@ def export_translator(translator, export_dir, version=None, dtype_policy=None,
             # No declared shape: `check_text` checks it at run time (see there).
             input_signature=[tf.TensorSpec(None, tf.string, name="text")],
         )
+        archive.add_endpoint(
+            "score",
+            _scoring_fn(translator),
+            # No declared shapes either: `check_pairs` checks them at run time.
+            input_signature=[tf.TensorSpec(None, tf.string, name="source"),
+                             tf.TensorSpec(None, tf.string, name="target")],
+        )
         with named_write_errors(lambda reason: (
                 f"Could not write the SavedModel {path} ({reason}); nothing was left there. "
                 "Free some space, or export to another folder."), tensorflow=True):
@@ -156,8 +246,6 @@ def export_translator(translator, export_dir, version=None, dtype_policy=None,
                     "dtype_policy": model.dtype_policy.name,
                     "max_input_length": model.max_length,
                     "max_output_length": max_output_length,
-                    "signature": {"inputs": {"text": "string [batch]"},
-                                  "outputs": {"translation": "string [batch]",
-                                              "score": "float32 [batch]"}},
+                    "signature": SIGNATURES,
                 }, f, indent=2)
     return path

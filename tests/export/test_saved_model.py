@@ -1,4 +1,5 @@
-"""The exported SavedModel: strings in, translations out, stock TF Serving ops only."""
+"""The exported SavedModel: strings in, translations (and forced-decoding
+scores) out, stock TF Serving ops only."""
 
 import json
 import os
@@ -35,6 +36,22 @@ def exported(tiny_export):
     return tiny_export
 
 
+@pytest.fixture(scope="module")
+def served(exported):
+    """The shared export, loaded once for this module's in-process tests."""
+    return tf.saved_model.load(exported)
+
+
+@pytest.fixture(scope="module")
+def translator(run):
+    """The run's model with the export's decoding settings, as
+    `test_signature_equals_python_side_translation` translates with it (so
+    that its search, traced there, is reused)."""
+    config, source, target, model = run
+    return Translator(model, source, target, beam_size=config.beam_size,
+                      length_penalty=config.length_penalty, jit_compile=False)
+
+
 def test_layout_and_versions(exported, run, tmp_path):
     assert os.path.basename(exported) == "1"
     for name in ("saved_model.pb", "variables", "assets.extra/model.keras",
@@ -43,6 +60,11 @@ def test_layout_and_versions(exported, run, tmp_path):
         assert os.path.exists(os.path.join(exported, name)), name
     settings = json.load(open(os.path.join(exported, "assets.extra/export.json")))
     assert settings["beam_size"] == run[0].beam_size
+    signatures = settings["signature"]  # what each signature takes and gives, for its users
+    assert {name: (set(s["inputs"]), set(s["outputs"])) for name, s in signatures.items()} == {
+        "serving_default": ({"text"}, {"translation", "score"}),
+        "score": ({"source", "target"}, {"token_log_probs", "tokens", "length", "log_prob",
+                                         "score"})}
     export_dir = os.path.dirname(exported)
     assert next_version(export_dir) == 2
     assert not [n for n in os.listdir(export_dir) if n.startswith(".tmp")]
@@ -50,9 +72,9 @@ def test_layout_and_versions(exported, run, tmp_path):
         export_translator(Translator(run[3], run[1], run[2]), export_dir, version=1)
 
 
-def test_signature_equals_python_side_translation(exported, run):
+def test_signature_equals_python_side_translation(served, run):
     config, source, target, model = run
-    serving = tf.saved_model.load(exported).signatures["serving_default"]
+    serving = served.signatures["serving_default"]
     outputs = serving(text=tf.constant(SENTENCES))
     assert set(outputs) == {"translation", "score"}
     assert outputs["translation"].dtype == tf.string and outputs["score"].dtype == tf.float32
@@ -63,10 +85,10 @@ def test_signature_equals_python_side_translation(exported, run):
     np.testing.assert_allclose(outputs["score"].numpy(), expected_scores, rtol=1e-4, atol=1e-4)
 
 
-def test_an_all_empty_request_gives_empty_translations(exported, run):
+def test_an_all_empty_request_gives_empty_translations(served):
     """One empty sentence per request (a client translating line by line):
     "" with score 0, as beside a real sentence, never an invented one."""
-    serving = tf.saved_model.load(exported).signatures["serving_default"]
+    serving = served.signatures["serving_default"]
     for texts in ([""], ["  "], ["", " \t "], ["", SENTENCES[0]]):
         outputs = serving(text=tf.constant(texts))
         translations = [t.decode() for t in outputs["translation"].numpy()]
@@ -75,6 +97,75 @@ def test_an_all_empty_request_gives_empty_translations(exported, run):
                 assert (translation, float(score)) == ("", 0.0), texts
             else:
                 assert score < 0, texts  # searched
+
+
+SCORE_OUTPUTS = {"token_log_probs": tf.float32, "tokens": tf.string, "length": tf.int32,
+                 "log_prob": tf.float32, "score": tf.float32}
+
+
+def test_score_signature_equals_translator_score(served, translator):
+    """The `score` signature is `Translator.score` in the graph (both sides
+    tokenized as it tokenizes strings): the same tokens, per-token
+    log-probabilities (0 and "" after each target's end), sums and scores.
+    The score of the export's own translation is the score
+    `serving_default` gave it; an empty source with an empty target scores
+    0."""
+    translated = served.signatures["serving_default"](text=tf.constant(SENTENCES))
+    translations = [t.decode() for t in translated["translation"].numpy()]
+    sources = SENTENCES + SENTENCES[:2] + ["", " \t"]
+    targets = translations + ["El libro rojo está sobre la mesa.", translations[1], "", ""]
+    outputs = served.signatures["score"](source=tf.constant(sources),
+                                         target=tf.constant(targets))
+    assert {name: value.dtype for name, value in outputs.items()} == SCORE_OUTPUTS
+    expected = translator.score(sources, targets)
+    lengths, tokens = outputs["length"].numpy(), outputs["tokens"].numpy()
+    token_log_probs = outputs["token_log_probs"].numpy()
+    assert lengths.tolist() == [len(e.ids) for e in expected]
+    assert token_log_probs.shape == tokens.shape == (len(sources), max(lengths))
+    for row, (length, mine) in enumerate(zip(lengths, expected)):
+        assert [t.decode() for t in tokens[row, :length]] == mine.tokens, row
+        assert tokens[row, length:].tolist() == [b""] * (tokens.shape[1] - length), row
+        assert (token_log_probs[row, length:] == 0).all(), row
+        np.testing.assert_allclose(token_log_probs[row, :length], mine.log_probs, rtol=1e-4,
+                                   atol=1e-6, err_msg=f"row {row}")
+    np.testing.assert_allclose(outputs["log_prob"].numpy(), [e.log_prob for e in expected],
+                               rtol=1e-4)
+    np.testing.assert_allclose(outputs["score"].numpy(), [e.score for e in expected], rtol=1e-4)
+    assert outputs["score"].numpy()[-2:].tolist() == [0.0, 0.0]  # empty in, empty out
+    assert outputs["log_prob"].numpy()[-2:].tolist() == [0.0, 0.0]
+    # Its own translations: those that tokenize back into the search's ids
+    # (a translation cut at the output length has no [END]; forced decoding adds one).
+    own = [i for i, ids in enumerate(translator.search(SENTENCES).ids) if ids == expected[i].ids]
+    assert own, "no translation of the run tokenizes back into its search's ids"
+    np.testing.assert_allclose(outputs["score"].numpy()[own], translated["score"].numpy()[own],
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_score_signature_spec_and_no_xla_op(served):
+    """Its graph, with every function it calls: the input checks, the
+    tokenizers, and no XLA op or XLA-compiled function (stock TF Serving
+    compiles none); its inputs declare no shape (checked in the graph)."""
+    function = served.signatures["score"]
+    inputs = function.structured_input_signature[1]
+    assert {name: (spec.dtype, spec.shape.rank) for name, spec in inputs.items()} == {
+        "source": (tf.string, None), "target": (tf.string, None)}
+    assert {name: spec.dtype for name, spec in function.structured_outputs.items()} == (
+        SCORE_OUTPUTS)
+    graph = function.graph.as_graph_def()
+    library = {f.signature.name: f for f in graph.library.function}
+    nodes = [*graph.node, *(node for f in library.values() for node in f.node_def)]
+    called = {value.func.name for node in nodes for value in node.attr.values()
+              if value.func.name} | {f.name for node in nodes for value in node.attr.values()
+                                     for f in value.list.func}
+    assert called and called <= set(library)  # the whole call tree is in the graph
+    ops = {node.op for node in nodes} - set(library)
+    assert "Assert" in ops and any("Wordpiece" in op or "Sentencepiece" in op for op in ops)
+    assert [op for op in ops if op.startswith("Xla")] == []
+    marked = [f"{node.name}: {key}" for node in nodes for key, value in node.attr.items()
+              if key.startswith("_Xla") and value.b]
+    marked += [f"{name}: {key}" for name, f in library.items() for key, value in f.attr.items()
+               if key.startswith("_Xla") and value.b]
+    assert marked == []
 
 
 def test_sources_are_tokenized_truncated_and_ended_by_one_function(run):
@@ -117,9 +208,9 @@ def fresh_process(exported):
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_loads_with_only_tensorflow_and_tensorflow_text(fresh_process, exported):
+def test_loads_with_only_tensorflow_and_tensorflow_text(fresh_process, served):
     assert fresh_process["imported"] == []
-    serving = tf.saved_model.load(exported).signatures["serving_default"]
+    serving = served.signatures["serving_default"]
     expected = [t.decode() for t in serving(text=tf.constant(SENTENCES))["translation"].numpy()]
     assert fresh_process["translations"] == expected
 
@@ -171,8 +262,21 @@ MALFORMED = textwrap.dedent(
         except (tf.errors.InvalidArgumentError, ValueError) as e:
             return {"error": type(e).__name__, "message": str(e)[-2000:]}
 
-    # TF2: the loaded signature, called the way a Python client would.
-    serve = tf.saved_model.load(path).signatures["serving_default"]
+    # The `score` signature: each malformed tensor as one input (the other a
+    # good one), batch sizes that differ, and an empty batch.
+    good = np.array([b"The red book."], dtype=object)
+    score_cases = {}
+    for case, value in cases.items():
+        if case != "empty_batch":
+            score_cases[f"source:{case}"] = (value, good)
+            score_cases[f"target:{case}"] = (good, value)
+    score_cases["mismatch"] = (np.array([b"I eat.", b"We see."], dtype=object), good)
+    score_cases["score:empty_batch"] = (cases["empty_batch"], cases["empty_batch"])
+    score_outputs = ("token_log_probs", "tokens", "length", "log_prob", "score")
+
+    # TF2: the loaded signatures, called the way a Python client would.
+    loaded = tf.saved_model.load(path)
+    serve, score = loaded.signatures["serving_default"], loaded.signatures["score"]
     # TF1 session: how TF Serving runs a SavedModel (a callable feeds the
     # tensor as sent, without the Python-side shape check of Session.run).
     graph = tf.Graph()
@@ -183,11 +287,23 @@ MALFORMED = textwrap.dedent(
         run = session.make_callable(
             [signature.outputs[k].name for k in ("translation", "score")],
             [signature.inputs["text"].name])
+        scoring = meta.signature_def["score"]
+        run_score = session.make_callable(
+            [scoring.outputs[k].name for k in score_outputs],
+            [scoring.inputs[k].name for k in ("source", "target")])
     for case, value in cases.items():
         print(json.dumps({"start": case}), flush=True)  # a crash is then attributed
         result = {"case": case, "signature": outcome(
             lambda: [o.numpy() for o in serve(text=tf.constant(value, tf.string)).values()])}
         result["session"] = outcome(lambda: run(value))
+        print(json.dumps(result), flush=True)
+    for case, (source, target) in score_cases.items():
+        print(json.dumps({"start": case}), flush=True)
+        result = {"case": case, "signature": outcome(lambda: [
+            out[k].numpy() for out in [score(source=tf.constant(source, tf.string),
+                                              target=tf.constant(target, tf.string))]
+            for k in score_outputs])}
+        result["session"] = outcome(lambda: run_score(source, target))
         print(json.dumps(result), flush=True)
     """
 )
@@ -218,9 +334,33 @@ def test_malformed_request_is_refused_without_crashing(malformed, case):
         assert "`text` must be a 1-D string tensor [batch]" in outcome["message"], outcome
 
 
+@pytest.mark.parametrize("case", ["scalar", "1x0", "2x2", "1x1x1"])
+@pytest.mark.parametrize("side", ["source", "target"])
+def test_malformed_score_request_is_refused_without_crashing(malformed, side, case):
+    """The `score` signature checks each input as `serving_default` checks
+    `text`, naming the one that is wrong."""
+    for path in ("signature", "session"):
+        outcome = malformed[f"{side}:{case}"][path]
+        assert outcome.get("error") == "InvalidArgumentError", (path, outcome)
+        assert f"`{side}` must be a 1-D string tensor [batch]" in outcome["message"], outcome
+
+
+def test_score_request_with_more_sources_than_targets_is_refused(malformed):
+    for path in ("signature", "session"):
+        outcome = malformed["mismatch"][path]
+        assert outcome.get("error") == "InvalidArgumentError", (path, outcome)
+        assert ("`source` and `target` must have the same batch size (one target per source)"
+                in outcome["message"]), outcome
+        assert "sources:] [2] [targets:] [1]" in outcome["message"], outcome
+
+
 def test_empty_batch_gives_empty_outputs(malformed):
     assert malformed["empty_batch"]["signature"] == {"shapes": [[0], [0]]}, malformed
     assert malformed["empty_batch"]["session"] == {"shapes": [[0], [0]]}, malformed
+    # token_log_probs, tokens, length, log_prob, score (T: at least 1)
+    shapes = {"shapes": [[0, 1], [0, 1], [0], [0], [0]]}
+    assert malformed["score:empty_batch"]["signature"] == shapes, malformed
+    assert malformed["score:empty_batch"]["session"] == shapes, malformed
 
 
 def test_saved_model_cli_scan_finds_no_denylisted_op(exported):
@@ -252,6 +392,11 @@ def test_bad_arguments(run, tmp_path):
         export_translator(translator.with_settings(length_penalty=-1), str(tmp_path))
     with pytest.raises(TypeError, match="must be a keras_attention.Translator.*Transformer"):
         export_translator(model, str(tmp_path))
+    searching_only = type("SearchingOnly", (), dict.fromkeys(
+        ("model", "source_tokenizer", "target_tokenizer", "settings", "search_ids")))()
+    with pytest.raises(TypeError, match=r"search_ids, score_ids; received SearchingOnly, "
+                                        r"which has no score_ids\."):
+        export_translator(searching_only, str(tmp_path))  # the `score` signature's
     assert os.listdir(tmp_path) == []
 
 
@@ -271,7 +416,21 @@ def test_export_under_another_dtype_policy(run, tmp_path):
     assert served.dtype_policy.name == "mixed_bfloat16"
     for a, b in zip(served.get_weights(), model.get_weights()):
         np.testing.assert_array_equal(a, b)  # variables stay float32 under mixed policies
-    outputs = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(SENTENCES))
+    loaded = tf.saved_model.load(path)
+    outputs = loaded.signatures["serving_default"](text=tf.constant(SENTENCES))
     _, expected = translate(served, source, target, SENTENCES, beam_size=config.beam_size,
                             length_penalty=config.length_penalty, verbose=0)
     np.testing.assert_allclose(outputs["score"].numpy(), expected, rtol=1e-3, atol=1e-3)
+    # The `score` signature in bfloat16 too: the bfloat16 Translator's forced decoding.
+    translations = [t.decode() for t in outputs["translation"].numpy()]
+    sources, targets = SENTENCES + [""], translations + [""]
+    scored = loaded.signatures["score"](source=tf.constant(sources), target=tf.constant(targets))
+    assert {name: value.dtype for name, value in scored.items()} == SCORE_OUTPUTS
+    ours = Translator(served, source, target, beam_size=config.beam_size,
+                      length_penalty=config.length_penalty).score(sources, targets)
+    assert scored["length"].numpy().tolist() == [len(e.ids) for e in ours]
+    for name, value in (("log_prob", [e.log_prob for e in ours]),
+                        ("score", [e.score for e in ours])):
+        np.testing.assert_allclose(scored[name].numpy(), value, rtol=1e-3, atol=1e-3,
+                                   err_msg=name)
+    assert scored["score"].numpy()[-1] == 0.0
