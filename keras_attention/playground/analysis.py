@@ -1,20 +1,30 @@
 """What the playground shows for one sentence, as one JSON-ready dict: the
-translation(s), the subword tokens, each target token's probability, and
-every layer's and head's attention with the numbers it was computed from.
+translation(s), the subword tokens, each target token's probability, what
+else the model could have said at each position, and every layer's and
+head's attention with the numbers it was computed from.
 
 The dict is the playground API's answer (`POST /api/translate`, documented
-in the README) and what `attention_html` embeds in a self-contained page.
+in docs/playground.md) and what `attention_html` embeds in a self-contained
+page; `next_tokens` is `POST /api/alternatives`' answer.
 """
 
+import math
 import time
+import weakref
 
 import numpy as np
+import tensorflow as tf
 from keras import ops
 
-from keras_attention._constants import is_blank
+from keras_attention._constants import END_ID, PAD_ID, START_ID, is_blank
+from keras_attention.data.tokenizers import tokenize_with_end
 
 MAX_TEXT_LENGTH = 1000  # characters of `text` and of `target`
 MAX_BEAM_SIZE = 16
+MAX_TOP_K = 50  # alternatives per target position (and at most the vocabulary but padding)
+DEFAULT_TOP_K = 5
+_STEP_DIGITS = 7  # the alternatives' numbers: float32's precision, as `Translator.alternatives`
+_LOGITS = weakref.WeakKeyDictionary()  # model -> its compiled teacher-forced logits
 KINDS = ("encoder_self", "decoder_self", "cross")
 _DIGITS = 5  # significant digits of the numbers sent
 
@@ -41,14 +51,15 @@ def model_info(model, name=None):
     }
 
 
-def check_request(text, beam_size=None, target=None):
+def check_request(text, beam_size=None, target=None, allow_blank=False):
     """Validates the playground's inputs; returns `(text, beam_size, target)`
     with `target` None for "translate" (absent, or blank). Raises ValueError
-    or TypeError naming the value and what was expected."""
+    or TypeError naming the value and what was expected. A blank `text` is
+    refused unless `allow_blank` (the alternatives of an empty source)."""
     if not isinstance(text, str):
         raise TypeError(f"`text` must be a string; received {type(text).__name__} "
                         f"{text!r:.60}.")
-    if is_blank(text):  # the package's one "blank"
+    if is_blank(text) and not allow_blank:  # the package's one "blank"
         raise ValueError("`text` is empty: type a sentence to translate.")
     if len(text) > MAX_TEXT_LENGTH:
         raise ValueError(f"`text` has {len(text)} characters; at most {MAX_TEXT_LENGTH} are "
@@ -68,11 +79,64 @@ def check_request(text, beam_size=None, target=None):
     return text, beam_size, target
 
 
-def analyze(translator, text, beam_size=None, target=None):
+def check_next_tokens(translator, top_k=None, temperature=None):
+    """`(top_k, temperature)` of a request for alternatives, defaults filled
+    in (`DEFAULT_TOP_K`, 1). Raises ValueError naming the value: `top_k` an
+    integer from 1 to `MAX_TOP_K` (and below the vocabulary's size),
+    `temperature` a finite number > 0."""
+    most = min(MAX_TOP_K, translator.target_tokenizer.vocabulary_size - 1)
+    top_k = DEFAULT_TOP_K if top_k is None else top_k
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= most:
+        raise ValueError(f"`top_k` must be an integer from 1 to {most}; received "
+                         f"{top_k!r:.60}.")
+    temperature = 1.0 if temperature is None else temperature
+    if (isinstance(temperature, bool) or not isinstance(temperature, (int, float))
+            or not 0 < temperature < math.inf):
+        raise ValueError(f"`temperature` must be a finite number > 0; received "
+                         f"{temperature!r:.60}.")
+    return top_k, float(temperature)
+
+
+def check_ids(translator, ids, name, prefix):
+    """`ids` (a JSON list of target ids) as a list of int. A `prefix` is
+    checked no further here: `Translator.search` checks its ids (known,
+    without `[END]`, shorter than the output). A translation's ids must be
+    target tokens, `[END]` only last (appended when missing), and fit the
+    model's positions."""
+    if not isinstance(ids, list) or not all(
+            isinstance(t, int) and not isinstance(t, bool) for t in ids):
+        raise TypeError(f"`{name}` must be a list of target token ids (integers); received "
+                        f"{type(ids).__name__} {ids!r:.60}.")
+    if prefix:
+        return ids
+    size = translator.target_tokenizer.vocabulary_size
+    bad = next((t for t in ids if not PAD_ID < t < size), None)
+    if bad is not None:
+        raise ValueError(f"`{name}` has the id {bad}, outside the target vocabulary's "
+                         f"[1, {size}).")
+    if END_ID in ids[:-1]:
+        raise ValueError(f"`{name}` holds the end token [END] (id {END_ID}) at position "
+                         f"{ids.index(END_ID)}, before its last; a translation ends with it.")
+    ids = ids if ids and ids[-1] == END_ID else ids + [END_ID]
+    limit = translator.model.max_length
+    if len(ids) > limit:
+        raise ValueError(f"`{name}` has {len(ids)} tokens with [END]; the model reads at most "
+                         f"{limit}.")
+    return ids
+
+
+def analyze(translator, text, beam_size=None, target=None, target_prefix=None, top_k=None,
+            temperature=None):
     """Translates `text` with `translator` (beam search with the n-best list)
     or, given a `target` sentence, scores that target ("my own translation"),
     and returns everything the playground draws as a JSON-ready dict (the
-    API's answer; its fields are documented in the README).
+    API's answer; its fields are documented in docs/playground.md).
+
+    `target_prefix` (a list of target ids, e.g. the start of an earlier
+    answer's `target_ids` with another token picked at its end) makes the
+    search continue from it (`Translator.search(..., target_prefix=...)`):
+    "what if the model had said this word here". `top_k` and `temperature`
+    choose the alternatives shown at each position (`next_tokens`).
 
     The attention numbers are the model's own, from
     `Transformer.attention_details` on the teacher-forced pair (the source
@@ -82,13 +146,23 @@ def analyze(translator, text, beam_size=None, target=None):
     """
     start = time.perf_counter()
     text, beam_size, target = check_request(text, beam_size, target)
+    top_k, temperature = check_next_tokens(translator, top_k, temperature)
+    prefix = [] if target_prefix is None else check_ids(translator, target_prefix,
+                                                        "target_prefix", prefix=True)
+    if prefix and target is not None:
+        raise ValueError("Give `target` (score my own translation) or `target_prefix` "
+                         "(translate from a given start), not both.")
     # The page's beam size, for this request only.
     beams = translator.beam_size if beam_size is None else beam_size
     if target is None:
         # The n-best list of `translator.translate([text])`'s own search (the
         # same padded shapes, so the same numbers), and the pass of its best.
-        result = translator.search([text], verbose=0, num_return_sequences=beams,
-                                   beam_size=beams)
+        try:
+            result = translator.search([text], verbose=0, num_return_sequences=beams,
+                                       beam_size=beams,
+                                       target_prefix=[prefix] if prefix else None)
+        except ValueError as e:  # the API's field is one prefix, not one per sentence
+            raise ValueError(str(e).replace("`target_prefix[0]`", "`target_prefix`")) from None
         translations = [{"text": t, "score": _round(s)}
                         for t, s in zip(result.texts[0], result.scores[0])]
         details = translator.attention_details(text, result.ids[0][0])
@@ -102,7 +176,7 @@ def analyze(translator, text, beam_size=None, target=None):
                  for kind in KINDS}
     return {
         "source": text,
-        "mode": "translate" if target is None else "forced",
+        "mode": "forced" if target is not None else "prefix" if prefix else "translate",
         "beam_size": beams,
         "length_penalty": translator.length_penalty,
         "length_penalty_form": translator.length_penalty_form,
@@ -111,12 +185,145 @@ def analyze(translator, text, beam_size=None, target=None):
         "target_tokens": details.target_tokens,
         "target_input_tokens": details.input_tokens,
         "token_probabilities": _round(np.exp(details.log_probs)),
+        "target_ids": details.target_ids,
+        "target_prefix": prefix,
+        "top_k": top_k,
+        "temperature": temperature,
+        "steps": _steps(translator, details.source_ids, details.target_ids, top_k, temperature),
         **reliability(details.source_tokens, details.log_probs),
         "model": model_info(translator.model),
         "scale": _round(details.attention["encoder_self"][0]["scale"]),
         "attention": attention,
         "milliseconds": round((time.perf_counter() - start) * 1000, 1),
     }
+
+
+def next_tokens(translator, text, target_ids, top_k=None, temperature=None):
+    """What else the model could have said at each position of a given
+    translation, without searching again: `POST /api/alternatives`' answer
+    (the page asks it when its temperature or k changes).
+
+    Args:
+        translator: a `keras_attention.Translator`.
+        text: the source sentence; an empty (or blank) one has one
+            alternative at every position, `[END]`, as
+            `Translator.alternatives` says.
+        target_ids: the translation's target ids (an answer's `target_ids`;
+            `[END]` is appended when it is not last).
+        top_k, temperature: as in `analyze`.
+
+    Returns:
+        A JSON-ready dict: `source`, `target_ids`, `target_tokens`, `top_k`,
+        `temperature`, `steps` (see `analyze`) and `milliseconds`.
+    """
+    start = time.perf_counter()
+    text = check_request(text, allow_blank=True)[0]  # empty in, empty out: [END] alone
+    top_k, temperature = check_next_tokens(translator, top_k, temperature)
+    target_ids = check_ids(translator, target_ids, "target_ids", prefix=False)
+    source_ids = tokenize_with_end(translator.source_tokenizer, [text],
+                                   translator.model.max_length).to_list()[0]
+    return {
+        "source": text,
+        "target_ids": target_ids,
+        "target_tokens": _token_strings(translator.target_tokenizer, target_ids),
+        "top_k": top_k,
+        "temperature": temperature,
+        "steps": _steps(translator, source_ids, target_ids, top_k, temperature),
+        "milliseconds": round((time.perf_counter() - start) * 1000, 1),
+    }
+
+
+def _steps(translator, source_ids, target_ids, top_k, temperature):
+    """Position by position, the distribution each target token was picked
+    from: at position t, P(· | source, target_ids[:t]) at `temperature`,
+    softmax(logits / T) over the whole vocabulary but padding (T only
+    sharpens or flattens it; the order stays). Each position is
+    `{"token", "id", "rank", "probability", "log_prob", "alternatives"}`:
+    the token there, its rank in the vocabulary (1: the one greedy search
+    takes; beam search may take another), its probability at T and
+    log-probability at 1, and the `top_k` most likely tokens
+    (`{"token", "id", "probability", "log_prob"}`, most likely first): for
+    each t, what `Translator.alternatives(source, target_ids[:t], top_k, T)`
+    says, from one pass for every position. An empty source has one
+    alternative at every position: `[END]`, certain (empty in, empty out).
+    """
+    log_probs = _next_token_log_probs(translator, source_ids, target_ids)  # [T, V]
+    scaled = log_probs / temperature
+    peak = scaled.max(axis=-1, keepdims=True)
+    probabilities = np.exp(scaled - (peak + np.log(np.exp(scaled - peak).sum(-1, keepdims=True))))
+    chosen = np.asarray(target_ids)  # [T]
+    rows = np.arange(len(chosen))
+    chosen_log_probs = log_probs[rows, chosen]
+    vocabulary = np.arange(log_probs.shape[-1])
+    ranks = 1 + (log_probs > chosen_log_probs[:, None]).sum(-1) + (  # ties: the lower id first
+        (log_probs == chosen_log_probs[:, None]) & (vocabulary < chosen[:, None])).sum(-1)
+    if _is_empty(source_ids):
+        order = np.full((len(chosen), 1), END_ID)
+    else:  # `Translator.alternatives`' order
+        order = np.argsort(-log_probs, axis=-1, kind="stable")[:, :top_k]  # [T, k]
+    tokens = np.asarray(_token_strings(translator.target_tokenizer,
+                                       np.concatenate([chosen[:, None], order], axis=1).ravel()),
+                        object).reshape(len(chosen), -1)
+
+    def numbers(t, token_id):
+        return {"probability": _round(probabilities[t, token_id], _STEP_DIGITS),
+                "log_prob": _finite(log_probs[t, token_id])}
+
+    return [{"token": tokens[t, 0], "id": int(chosen[t]), "rank": int(ranks[t]),
+             **numbers(t, chosen[t]),
+             "alternatives": [{"token": token, "id": int(token_id), **numbers(t, token_id)}
+                              for token, token_id in zip(tokens[t, 1:], order[t])]}
+            for t in rows]
+
+
+def _next_token_log_probs(translator, source_ids, target_ids):
+    """`[T, V]` float64 log P(v | source, target_ids[:t]) of every position t,
+    from one teacher-forced pass, the padding id out of the softmax as in the
+    searches and `Translator.score`. An empty source (`[END]` alone): `[END]`
+    certain everywhere, as the searches end it (`Translator.alternatives`).
+
+    (`Translator.attention_details` computes the same logits in the pass the
+    attention comes from but does not return them; hence this second, cheap
+    pass.)"""
+    if _is_empty(source_ids):
+        log_probs = np.full((len(target_ids), translator.target_tokenizer.vocabulary_size),
+                            -np.inf)
+        log_probs[:, END_ID] = 0.0
+        return log_probs
+    logits = _logits_fn(translator.model)(
+        tf.constant([source_ids], tf.int32),
+        tf.constant([[START_ID] + list(target_ids[:-1])], tf.int32))
+    logits = np.asarray(logits, np.float64)[0]  # [T, V]
+    logits[:, PAD_ID] = -np.inf
+    peak = logits.max(axis=-1, keepdims=True)
+    return logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
+
+
+def _logits_fn(model):
+    """`(source ids [B, S], decoder input ids [B, T]) -> float32 logits
+    [B, T, V]`: the model's public `encode` and `decode_full` (the pass of
+    `Translator.score` and `alternatives`), as a tf.function traced once."""
+    if model not in _LOGITS:
+        def logits(source_ids, input_ids):
+            encoded, padding = model.encode(source_ids)
+            return ops.cast(model.decode_full(input_ids, encoded, padding), "float32")
+
+        ids = tf.TensorSpec([None, None], tf.int32)
+        _LOGITS[model] = tf.function(logits, input_signature=[ids, ids], autograph=False)
+    return _LOGITS[model]
+
+
+def _is_empty(source_ids):
+    """A source with no token but `[END]` (and padding): "" or blank text."""
+    return all(t in (PAD_ID, END_ID) for t in source_ids)
+
+
+def _token_strings(tokenizer, ids):
+    """The subword strings of target `ids` (a list or array of int)."""
+    if not len(ids):
+        return []
+    return [t.decode("utf-8", "replace")
+            for t in tokenizer.id_to_token(np.asarray(ids, np.int32)).numpy()]
 
 
 # When the page warns that a translation is not to be trusted. Measured on the
@@ -213,16 +420,23 @@ def _numpy(x):
     return np.asarray(ops.convert_to_numpy(ops.cast(x, "float32")))
 
 
-def _round(x):
-    """`x` (a number or an array) to `_DIGITS` significant digits, as JSON-ready
+def _round(x, digits=_DIGITS):
+    """`x` (a number or an array) to `digits` significant digits, as JSON-ready
     floats or nested lists."""
     a = np.asarray(x, np.float64)
     magnitude = np.floor(np.log10(np.abs(a), out=np.zeros_like(a), where=a != 0))
-    factor = 10.0 ** (_DIGITS - 1 - magnitude)
+    factor = 10.0 ** (digits - 1 - magnitude)
     rounded = np.round(a * factor) / factor
     rounded = np.where(np.isfinite(a), rounded, 0.0)  # JSON has no inf/nan
     return rounded.tolist() if rounded.ndim else float(rounded)
 
 
-__all__ = ["LOW_CONFIDENCE", "MAX_BEAM_SIZE", "MAX_TEXT_LENGTH", "MOSTLY_UNKNOWN", "analyze",
-           "check_request", "model_info", "reliability"]
+def _finite(x):
+    """A log-probability as JSON: `_STEP_DIGITS` digits, None for −∞ (a token
+    the model never says: JSON has no infinity)."""
+    return _round(x, _STEP_DIGITS) if np.isfinite(x) else None
+
+
+__all__ = ["DEFAULT_TOP_K", "LOW_CONFIDENCE", "MAX_BEAM_SIZE", "MAX_TEXT_LENGTH", "MAX_TOP_K",
+           "MOSTLY_UNKNOWN", "analyze", "check_ids", "check_next_tokens", "check_request",
+           "model_info", "next_tokens", "reliability"]

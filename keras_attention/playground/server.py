@@ -2,7 +2,9 @@
 
 Standard library only (`http.server`): `GET /` (the page), `GET /static/<file>`
 (its CSS and JavaScript, from this package's `static/` folder and nothing
-else), `GET /api/info` and `POST /api/translate` (see `analysis.analyze`).
+else), `GET /api/info`, `POST /api/translate` (see `analysis.analyze`) and
+`POST /api/alternatives` (what else the model could have said at each
+position of a translation: `analysis.next_tokens`).
 Bad requests get a 4xx answer `{"error": "..."}` that names the problem; the
 server keeps serving. Requests are handled in threads; the model runs one
 request at a time (each already uses every CPU core). A client that stays
@@ -20,10 +22,13 @@ import threading
 import time
 
 from keras_attention.playground.analysis import (
+    DEFAULT_TOP_K,
     MAX_BEAM_SIZE,
     MAX_TEXT_LENGTH,
+    MAX_TOP_K,
     analyze,
     model_info,
+    next_tokens,
 )
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
@@ -60,7 +65,19 @@ REQUEST_DEADLINE = 60
 _CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
                   ".js": "text/javascript; charset=utf-8", ".png": "image/png",
                   ".svg": "image/svg+xml", ".ico": "image/x-icon"}
-_FIELDS = {"text", "beam_size", "target"}
+# Each POST endpoint's fields, those it requires (with what they are), and
+# an example body.
+_ENDPOINTS = {
+    "/api/translate": (
+        {"text", "beam_size", "target", "target_prefix", "top_k", "temperature"},
+        {"text": "the sentence to translate"}, f'{{"text": "{EXAMPLE}", "beam_size": 4}}'),
+    "/api/alternatives": (
+        {"text", "target_ids", "top_k", "temperature"},
+        {"text": "the source sentence", "target_ids": "the translation (an /api/translate "
+         "answer's `target_ids`) whose positions to explain"},
+        f'{{"text": "{EXAMPLE}", "target_ids": [5, 9, 3], "temperature": 2}}'),
+}
+_ENDPOINT_LIST = "GET /api/info, POST /api/translate and POST /api/alternatives"
 
 
 class RequestError(Exception):
@@ -111,6 +128,9 @@ class PlaygroundServer:
         self.info = {"model": model_info(translator.model, name),
                      "beam_size": translator.beam_size,
                      "max_beam_size": MAX_BEAM_SIZE, "max_text_length": MAX_TEXT_LENGTH,
+                     "top_k": DEFAULT_TOP_K,
+                     "max_top_k": min(MAX_TOP_K,
+                                      translator.target_tokenizer.vocabulary_size - 1),
                      "example": example or (examples[0] if examples else EXAMPLE),
                      "examples": examples}
         self.log = log
@@ -219,23 +239,42 @@ class PlaygroundServer:
 
     def translate(self, request):
         """The `/api/translate` answer for a decoded JSON request."""
-        if not isinstance(request, dict):
-            raise RequestError(400, "The request body must be a JSON object such as "
-                               f'{{"text": "{EXAMPLE}", "beam_size": 4}}; received a '
-                               f"{type(request).__name__}.")
-        unknown = sorted(set(request) - _FIELDS)
-        if unknown:
-            raise RequestError(400, f"Unknown field(s) {unknown}; expected {sorted(_FIELDS)}.")
-        if "text" not in request:
-            raise RequestError(400, 'The request has no "text": the sentence to translate.')
-        try:
-            with self._model_lock:
-                answer = analyze(self.translator, request["text"], request.get("beam_size"),
-                                 request.get("target"))
-        except (TypeError, ValueError) as e:
-            raise RequestError(400, str(e)) from None
+        self._check_fields("/api/translate", request)
+        answer = self._run(analyze, request["text"], request.get("beam_size"),
+                           request.get("target"), request.get("target_prefix"),
+                           request.get("top_k"), request.get("temperature"))
         answer["model"] = self.info["model"]  # with its name
         return answer
+
+    def alternatives(self, request):
+        """The `/api/alternatives` answer for a decoded JSON request."""
+        self._check_fields("/api/alternatives", request)
+        return self._run(next_tokens, request["text"], request["target_ids"],
+                         request.get("top_k"), request.get("temperature"))
+
+    def answer(self, path, request):
+        """The answer of the POST endpoint at `path` (a key of `_ENDPOINTS`)."""
+        return self.translate(request) if path == "/api/translate" else self.alternatives(request)
+
+    def _check_fields(self, path, request):
+        fields, required, example = _ENDPOINTS[path]
+        if not isinstance(request, dict):
+            raise RequestError(400, f"The request body must be a JSON object such as {example}; "
+                               f"received a {type(request).__name__}.")
+        unknown = sorted(set(request) - fields)
+        if unknown:
+            raise RequestError(400, f"Unknown field(s) {unknown}; expected {sorted(fields)}.")
+        for name, meaning in required.items():
+            if name not in request:
+                raise RequestError(400, f'The request has no "{name}": {meaning}.')
+
+    def _run(self, function, *args):
+        """`function(translator, *args)` with the model to itself; bad input is a 400."""
+        try:
+            with self._model_lock:
+                return function(self.translator, *args)
+        except (TypeError, ValueError) as e:
+            raise RequestError(400, str(e)) from None
 
 
 def _local_addresses():
@@ -316,12 +355,12 @@ def _handler(playground):
             try:
                 if path == "/api/info":
                     self._send_json(200, playground.info)
-                elif path == "/api/translate":
-                    raise RequestError(405, "GET is not supported by /api/translate: POST a "
-                                       'JSON body such as {"text": "..."}.')
+                elif path in _ENDPOINTS:
+                    raise RequestError(405, f"GET is not supported by {path}: POST a JSON body "
+                                       'such as {"text": "..."}.')
                 elif path.startswith("/api/"):
-                    raise RequestError(404, f"No API endpoint {path!r}; there are GET /api/info "
-                                       "and POST /api/translate.")
+                    raise RequestError(404, f"No API endpoint {path!r}; there are "
+                                       f"{_ENDPOINT_LIST}.")
                 else:
                     body, content_type = playground.asset(path)
                     self._send(200, body, content_type)
@@ -332,13 +371,14 @@ def _handler(playground):
             start = time.perf_counter()
             path = self.path.split("?", 1)[0]
             try:
-                if path != "/api/translate":
+                if path not in _ENDPOINTS:
                     self._discard_body()  # keep the connection's next request readable
                     raise RequestError(404 if path.startswith("/api/") else 405,
-                                       f"POST goes to /api/translate, not {path!r}.")
+                                       "POST goes to /api/translate or /api/alternatives, "
+                                       f"not {path!r}.")
                 request = self._read_json()
                 self._request_read()
-                answer = playground.translate(request)
+                answer = playground.answer(path, request)
                 self._send_json(200, answer)
                 status = 200
             except RequestError as e:
@@ -358,8 +398,9 @@ def _handler(playground):
 
         def _refuse(self):
             self._discard_body()
-            self._send_json(405, {"error": f"{self.command} is not supported: GET the page, "
-                                           "POST /api/translate."})
+            self._send_json(405, {"error": f"{self.command} is not supported: GET the page "
+                                           "or /api/info, POST /api/translate or "
+                                           "/api/alternatives."})
 
         def _discard_body(self):
             length = self.headers.get("Content-Length")

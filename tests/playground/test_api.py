@@ -54,6 +54,12 @@ def translate(url, **fields):
     return status, json.loads(body)
 
 
+def alternatives(url, **fields):
+    status, headers, body = request(url, "POST", "/api/alternatives", fields)
+    assert headers["Content-Type"] == "application/json; charset=utf-8"
+    return status, json.loads(body)
+
+
 def test_info(playground_url, playground_translator):
     status, _, body = request(playground_url, "GET", "/api/info")
     info = json.loads(body)
@@ -217,6 +223,151 @@ def test_forced_target_scores_the_given_translation(playground_url, playground_t
     assert blank["mode"] == "translate"
 
 
+def assert_same_alternatives(got, expected):
+    """The API's alternatives at one position are `Translator.alternatives`'
+    (`expected`), most likely first, to float32's precision: the two come
+    from teacher-forced passes of different lengths, so only tokens whose
+    probabilities tie to that precision may swap places."""
+    assert len(got) == len(expected)
+    probabilities = [a.probability for a in expected]
+    np.testing.assert_allclose([a["probability"] for a in got], probabilities,
+                               rtol=1e-5, atol=1e-7)
+    for i, (mine, theirs) in enumerate(zip(got, expected)):
+        if mine["id"] != theirs.id:  # a tie: the neighbour holds the same probability
+            neighbours = [j for j in (i - 1, i + 1) if 0 <= j < len(expected)]
+            assert any(abs(probabilities[j] - theirs.probability) <= 1e-6 * theirs.probability
+                       for j in neighbours), (got, expected)
+            continue
+        assert mine["token"] == theirs.token
+        assert mine["log_prob"] == pytest.approx(theirs.log_prob, abs=1e-5)
+
+
+def test_steps_are_the_translators_alternatives(playground_url, playground_translator):
+    """"Why this word, what else?": at every target position the answer's
+    `steps` hold the token there, its rank and probability, and the top k
+    next tokens: what `Translator.alternatives(text, target_ids[:t], k)`
+    says (greedy's token first), from one pass; the chosen token's
+    probability is `token_probabilities`'. Greedy search takes rank 1 at
+    every position (but the `[END]` that closes a translation cut at the
+    length limit)."""
+    text = SENTENCES[1]
+    status, answer = translate(playground_url, text=text, beam_size=2, top_k=4)
+    assert status == 200, answer
+    ids, steps = answer["target_ids"], answer["steps"]
+    assert answer["top_k"] == 4 and answer["temperature"] == 1.0 and answer["target_prefix"] == []
+    assert len(steps) == len(ids) == len(answer["target_tokens"]) and ids[-1] == 3  # [END]
+    assert [s["token"] for s in steps] == answer["target_tokens"]
+    assert [s["id"] for s in steps] == ids
+    np.testing.assert_allclose([s["probability"] for s in steps],
+                               answer["token_probabilities"], rtol=1e-4)
+    for t in sorted({0, len(ids) // 2, len(ids) - 1}):
+        expected = playground_translator.alternatives(text, prefix=ids[:t], k=4)
+        assert_same_alternatives(steps[t]["alternatives"], expected)
+    for step in steps:
+        top = step["alternatives"]
+        assert len(top) == 4 and all(a["probability"] >= b["probability"]
+                                     for a, b in zip(top, top[1:]))
+        assert (step["rank"] == 1) == (step["id"] == top[0]["id"])
+        assert step["id"] not in [a["id"] for a in top[step["rank"]:]]
+        if step["rank"] <= 4:
+            assert top[step["rank"] - 1]["id"] == step["id"]
+    status, greedy = translate(playground_url, text=text, beam_size=1)
+    assert status == 200 and greedy["top_k"] == 5
+    ranks = [s["rank"] for s in greedy["steps"]]
+    if len(ranks) == playground_translator.model.max_length:  # cut at the limit: [END] added
+        ranks = ranks[:-1]
+    assert ranks == [1] * len(ranks)
+
+
+def test_temperature_changes_probabilities_not_order(playground_url, playground_translator):
+    """/api/alternatives explains a given translation's positions at a
+    temperature without searching again: softmax(logits / T) over the whole
+    vocabulary, as `Translator.alternatives(..., temperature=T)`; the order
+    stays, a low T sharpens and a high T flattens. /api/translate with the
+    same temperature sends the same numbers."""
+    text = SENTENCES[2]
+    status, answer = translate(playground_url, text=text, beam_size=2)
+    assert status == 200, answer
+    ids = answer["target_ids"]
+    by_temperature = {}
+    for temperature in (0.5, 1, 2.0):
+        status, got = alternatives(playground_url, text=text, target_ids=ids, top_k=6,
+                                   temperature=temperature)
+        assert status == 200, got
+        assert got["target_ids"] == ids and got["target_tokens"] == answer["target_tokens"]
+        assert got["temperature"] == temperature and got["top_k"] == 6
+        by_temperature[temperature] = got["steps"]
+    cold, one, hot = by_temperature.values()
+    for t in range(len(ids)):
+        orders = [[a["id"] for a in steps[t]["alternatives"]] for steps in (cold, one, hot)]
+        assert orders[0] == orders[1] == orders[2]
+        assert [steps[t]["rank"] for steps in (cold, one, hot)] == [one[t]["rank"]] * 3
+        top = [steps[t]["alternatives"][0]["probability"] for steps in (cold, one, hot)]
+        assert top[0] > top[1] > top[2]
+        # The log-probabilities are the model's (T = 1) at every temperature.
+        assert [a["log_prob"] for a in hot[t]["alternatives"]] == pytest.approx(
+            [a["log_prob"] for a in one[t]["alternatives"]], abs=1e-6)
+    assert_same_alternatives(hot[0]["alternatives"], playground_translator.alternatives(
+        text, prefix=[], k=6, temperature=2.0))
+    assert [s["alternatives"][:5] for s in one] == [s["alternatives"] for s in answer["steps"]]
+    status, warm = translate(playground_url, text=text, beam_size=2, top_k=6, temperature=2.0)
+    assert status == 200 and warm["steps"] == hot
+
+
+def test_alternatives_of_an_empty_source(playground_url, playground_translator):
+    """Empty in, empty out: an empty source's one alternative is [END],
+    certain, as `Translator.alternatives` says (and /api/translate still asks
+    for a sentence)."""
+    end = {"token": "[END]", "id": 3, "probability": 1.0, "log_prob": 0.0}
+    assert [vars(a) for a in playground_translator.alternatives("", k=5)] == [end]
+    for text, ids in (("", []), ("  ", [3])):
+        status, got = alternatives(playground_url, text=text, target_ids=ids, top_k=5)
+        assert status == 200, got
+        assert got["target_ids"] == [3] and got["target_tokens"] == ["[END]"]
+        assert got["steps"] == [{**end, "rank": 1, "alternatives": [end]}]
+    assert translate(playground_url, text="")[0] == 400
+
+
+def test_redecoding_from_a_picked_token(playground_url, playground_translator):
+    """Pick another token at a position: `target_prefix` = the ids before it
+    and the picked one, and the search continues from there. The answer is
+    `Translator.translate([text], target_prefix=[prefix])`'s n-best list
+    (scores included), starts with the prefix, and its tokens, steps and
+    attention are the new translation's."""
+    text = SENTENCES[0]
+    status, answer = translate(playground_url, text=text, beam_size=2)
+    assert status == 200, answer
+    t = len(answer["target_ids"]) - 1  # the last position: [END] here, another token instead
+    picked = next(a for a in answer["steps"][t]["alternatives"]
+                  if a["id"] not in (answer["target_ids"][t], 3))
+    prefix = answer["target_ids"][:t] + [picked["id"]]
+    status, redecoded = translate(playground_url, text=text, beam_size=2, target_prefix=prefix)
+    assert status == 200, redecoded
+    assert redecoded["mode"] == "prefix" and redecoded["target_prefix"] == prefix
+    (expected,), (scores,) = playground_translator.translate(
+        [text], target_prefix=[prefix], beam_size=2, num_return_sequences=2,
+        return_scores=True)
+    assert [h["text"] for h in redecoded["translations"]] == expected
+    np.testing.assert_allclose([h["score"] for h in redecoded["translations"]], scores,
+                               rtol=1e-4)
+    ids = redecoded["target_ids"]
+    assert ids[: len(prefix)] == prefix and ids[-1] == 3
+    assert redecoded["target_tokens"][t] == picked["token"]
+    assert [s["id"] for s in redecoded["steps"]] == ids
+    assert redecoded["steps"][t]["rank"] == answer["steps"][t]["alternatives"].index(picked) + 1
+    queries = redecoded["attention"]["cross"]["query_tokens"]
+    assert queries == redecoded["target_input_tokens"] == ["[START]"] + redecoded[
+        "target_tokens"][:-1]
+    probabilities = np.asarray(redecoded["token_probabilities"])
+    lp = ((5 + len(probabilities)) / 6) ** playground_translator.length_penalty
+    assert redecoded["translations"][0]["score"] == pytest.approx(
+        np.log(probabilities).sum() / lp, abs=1e-3)
+    # No prefix (an empty one) is the free translation.
+    status, free = translate(playground_url, text=text, beam_size=2, target_prefix=[])
+    assert status == 200 and free["mode"] == "translate"
+    assert free["translations"] == answer["translations"]
+
+
 TOO_LONG = "a" * (MAX_TEXT_LENGTH + 1)
 
 
@@ -235,6 +386,29 @@ TOO_LONG = "a" * (MAX_TEXT_LENGTH + 1)
     ({"text": "Hi.", "target": 3}, None, 400, "`target` must be a string"),
     ({"text": "Hi.", "target": TOO_LONG}, None, 400, "`target` has 1001 characters"),
     ({"text": "Hi.", "beams": 2}, None, 400, "Unknown field(s) ['beams']"),
+    ({"text": "Hi.", "target_prefix": "El"}, None, 400,
+     "`target_prefix` must be a list of target token ids (integers); received str"),
+    ({"text": "Hi.", "target_prefix": [5, 2.5]}, None, 400, "must be a list of target token ids"),
+    ({"text": "Hi.", "target_prefix": [True]}, None, 400, "must be a list of target token ids"),
+    ({"text": "Hi.", "target_prefix": [5, 99999]}, None, 400,
+     "`target_prefix` has the id 99999, outside the target vocabulary's [1, 600)"),
+    ({"text": "Hi.", "target_prefix": [0]}, None, 400, "`target_prefix` has the id 0"),
+    ({"text": "Hi.", "target_prefix": [5, 3]}, None, 400,
+     "`target_prefix` holds the end token [END] (id 3); a prefix is the start"),
+    ({"text": "Hi.", "target_prefix": [5] * 40}, None, 400,
+     "`target_prefix` is 40 tokens long; a prefix must be shorter than the output length"),
+    ({"text": "Hi.", "target": "Hola.", "target_prefix": [5]}, None, 400, "not both"),
+    ({"text": "Hi.", "top_k": 0}, None, 400,
+     "`top_k` must be an integer from 1 to 50; received 0"),
+    ({"text": "Hi.", "top_k": 51}, None, 400, "received 51"),
+    ({"text": "Hi.", "top_k": "5"}, None, 400, "`top_k` must be an integer"),
+    ({"text": "Hi.", "temperature": 0}, None, 400,
+     "`temperature` must be a finite number > 0; received 0"),
+    ({"text": "Hi.", "temperature": -1.5}, None, 400, "received -1.5"),
+    ({"text": "Hi.", "temperature": "hot"}, None, 400, "received 'hot'"),
+    ({"text": "Hi.", "temperature": True}, None, 400, "received True"),
+    ('{"text": "Hi.", "temperature": 1e999}', {"Content-Type": "application/json"}, 400,
+     "received inf"),
     ('{"text": "Hi."}', {"Content-Type": "text/plain"}, 415, "Content-Type: application/json"),
     ('{"text": "Hi."}', {}, 415, "received Content-Type '(none)'"),
     ("x" * 70_000, {"Content-Type": "application/json"}, 413, "at most 65536"),
@@ -243,6 +417,29 @@ TOO_LONG = "a" * (MAX_TEXT_LENGTH + 1)
 def test_bad_requests_get_a_clear_4xx(playground_url, body, headers, status, message):
     got, _, answer = request(playground_url, "POST", "/api/translate", body, headers)
     assert got == status
+    assert message in json.loads(answer)["error"]
+
+
+@pytest.mark.parametrize("body,message", [
+    ({"text": "Hi."}, 'no "target_ids": the translation'),
+    ({"target_ids": [5, 3]}, 'no "text": the source sentence'),
+    ([5, 3], "must be a JSON object such as"),
+    ({"text": "Hi.", "target_ids": [5, 3], "beam_size": 2}, "Unknown field(s) ['beam_size']"),
+    ({"text": 5, "target_ids": [5, 3]}, "`text` must be a string"),
+    ({"text": "Hi.", "target_ids": "El libro."},
+     "`target_ids` must be a list of target token ids"),
+    ({"text": "Hi.", "target_ids": [5, 600]},
+     "`target_ids` has the id 600, outside the target vocabulary's [1, 600)"),
+    ({"text": "Hi.", "target_ids": [5, 3, 6]},
+     "`target_ids` holds the end token [END] (id 3) at position 1, before its last"),
+    ({"text": "Hi.", "target_ids": [5] * 40}, "`target_ids` has 41 tokens with [END]; the model "
+     "reads at most 32"),
+    ({"text": "Hi.", "target_ids": [5], "top_k": 600}, "`top_k` must be an integer from 1 to 50"),
+    ({"text": "Hi.", "target_ids": [5], "temperature": 0.0}, "`temperature` must be a finite"),
+])
+def test_bad_alternatives_requests_get_a_clear_400(playground_url, body, message):
+    status, _, answer = request(playground_url, "POST", "/api/alternatives", body)
+    assert status == 400
     assert message in json.loads(answer)["error"]
 
 
@@ -264,6 +461,9 @@ def test_the_server_keeps_serving_after_bad_requests(playground_url):
     ("GET", "/server.py", 404),
     ("GET", "/api/nothing", 404),
     ("GET", "/api/translate", 405),
+    ("GET", "/api/alternatives", 405),
+    ("PUT", "/api/alternatives", 405),
+    ("POST", "/api/alternative", 404),
     ("POST", "/", 405),
     ("POST", "/api/info", 404),
     ("PUT", "/api/translate", 405),
@@ -274,6 +474,9 @@ def test_only_its_own_files_and_endpoints(playground_url, method, path, status):
     assert got == status
     assert "error" in json.loads(body)
     assert b"import" not in body and b"root:" not in body
+    if path == "/api/nothing":  # the answer names every endpoint
+        assert json.loads(body)["error"].endswith(
+            "there are GET /api/info, POST /api/translate and POST /api/alternatives.")
 
 
 def _raw(url, data, shut_write=False, timeout=20):

@@ -170,6 +170,102 @@ def _full_page_screenshot(driver, path):
     driver.set_window_size(1400, 1000)
 
 
+def _step_probabilities(driver):
+    """The step-by-step table's cells as `(position, id, probability)`."""
+    return [tuple(cell) for cell in driver.execute_script(
+        "return Array.from(document.querySelectorAll('#steps-table td.step-cell[data-id]'))"
+        ".map(c => [c.getAttribute('data-position'), c.getAttribute('data-id'),"
+        " Number(c.getAttribute('data-probability'))]);")]
+
+
+def _alternatives_and_redecoding(driver, base, expected, tmp_path, record_property):
+    """"Why this word, what else?" on `expected` (the page's answer, beam 2):
+    the step-by-step table, a click on a target word opens its alternatives,
+    picking one re-decodes from it (the new translation, score and attention
+    shown), the temperature reshapes the table, and the page goes back to
+    the original translation."""
+    steps = expected["steps"]
+    assert _count(driver, "#steps-table th.step-head") == len(steps)
+    assert _count(driver, "#steps-table td.step-cell.chosen") == len(steps)  # one per position
+    ranked = [int(rank.text.split()[-1]) for rank in
+              driver.find_elements(By.CSS_SELECTOR, "#steps-table th.step-head .step-rank")]
+    assert ranked == [step["rank"] for step in steps if step["rank"] > 1]
+
+    # Click the last target word (the sentence's [END] for this tiny model): its alternatives.
+    t = len(steps) - 1
+    chip = driver.find_element(By.CSS_SELECTOR, f'#target-tokens .token[data-index="{t}"]')
+    _scroll_to(driver, chip)
+    chip.click()
+    _wait(driver, lambda d: d.find_element(By.ID, "alternatives").is_displayed(),
+          "clicking a target word did not show its alternatives")
+    buttons = driver.find_elements(By.CSS_SELECTOR, "#alternatives button.alternative")
+    assert [int(b.get_attribute("data-id")) for b in buttons] == [
+        a["id"] for a in steps[t]["alternatives"]]
+    assert [b.get_attribute("disabled") is not None for b in buttons] == [
+        a["id"] == steps[t]["id"] for a in steps[t]["alternatives"]]
+    pick = next(b for b in buttons if b.get_attribute("disabled") is None
+                and not b.get_attribute("data-token").startswith("["))  # [END] ends prefixes
+    picked, picked_id = pick.get_attribute("data-token"), int(pick.get_attribute("data-id"))
+    prefix = expected["target_ids"][:t] + [picked_id]
+    pick.click()
+    _wait_for_response(driver, SENTENCE, "prefix")
+    status, redecoded = _api(base, "api/translate", {"text": SENTENCE, "beam_size": 2,
+                                                     "target_prefix": prefix})
+    assert status == 200, redecoded
+    best = driver.find_element(By.CSS_SELECTOR, "#translations li .hyp-text").text
+    assert best == redecoded["translations"][0]["text"].strip()
+    chips = driver.find_elements(By.CSS_SELECTOR, "#target-tokens .token .tok-text")
+    assert [c.text for c in chips] == redecoded["target_tokens"] and chips[t].text == picked
+    if t == 0 and not picked.startswith("##"):
+        assert best.startswith(picked), (best, picked)
+    score = driver.find_element(By.CSS_SELECTOR, "#translations li .score").text
+    assert score == f"score {redecoded['translations'][0]['score']:.3f}".replace("-", "−")
+    # The views follow the new translation: one query per target position it reads.
+    _wait(driver, lambda d: _count(d, '#head-view .token[data-side="query"]') == len(
+        redecoded["target_input_tokens"]), "the head view did not follow the new translation")
+    assert _count(driver, "#steps-table th.step-head") == len(redecoded["steps"])
+    assert _count(driver, "#target-tokens .token.fixed") == len(prefix)
+
+    screenshot = tmp_path / "alternatives.png"
+    _full_page_screenshot(driver, screenshot)
+    assert screenshot.stat().st_size > 10_000
+    record_property("alternatives_screenshot", str(screenshot))
+    print(f"screenshot of a re-decoded translation: {screenshot}")
+    if os.environ.get("PLAYGROUND_ALTERNATIVES_SCREENSHOT"):
+        shutil.copyfile(screenshot, os.environ["PLAYGROUND_ALTERNATIVES_SCREENSHOT"])
+
+    # The temperature: other probabilities, the same order (api/alternatives, no new search).
+    before = _step_probabilities(driver)
+    slider = driver.find_element(By.ID, "steps-temperature")
+    _scroll_to(driver, slider)
+    driver.execute_script("arguments[0].value = '3'; arguments[0].dispatchEvent("
+                          "new Event('input', {bubbles: true}));", slider)
+    _wait(driver, lambda d: _step_probabilities(d) != before,
+          "moving the temperature did not change the step-by-step probabilities")
+    after = _step_probabilities(driver)
+    assert [cell[:2] for cell in after] == [cell[:2] for cell in before]
+    assert max(p for *_, p in after) < max(p for *_, p in before)  # flatter
+    assert driver.find_element(By.ID, "steps-temperature-value").text == "3.00"
+
+    # Back to the original translation, its views (and the model's own temperature).
+    driver.execute_script("arguments[0].value = '1'; arguments[0].dispatchEvent("
+                          "new Event('input', {bubbles: true}));", slider)
+    back = driver.find_element(By.ID, "back-to-original")
+    _scroll_to(driver, back)
+    back.click()
+    _wait_for_response(driver, SENTENCE, "translate")
+    assert driver.find_element(By.CSS_SELECTOR, "#translations li .hyp-text").text == \
+        expected["translations"][0]["text"].strip()
+    cells = [(str(t), str(a["id"]), a["probability"]) for t, step in enumerate(steps)
+             for a in step["alternatives"]]
+    cells += [(str(t), str(step["id"]), step["probability"]) for t, step in enumerate(steps)
+              if step["rank"] > len(step["alternatives"])]
+    _wait(driver, lambda d: sorted(_step_probabilities(d)) == sorted(cells),
+          "going back did not show the original translation's steps at T = 1")
+    assert not driver.find_element(By.ID, "alternatives").is_displayed()
+    driver.execute_script("window.scrollTo(0, 0);")
+
+
 # -- the live page -----------------------------------------------------------------------------
 
 
@@ -219,6 +315,8 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     numbers = driver.find_element(By.CSS_SELECTOR, "#reliability .reliability-numbers").text
     assert f"confidence {100 * expected['confidence']:.1f}%" in numbers, numbers
     assert "0 of 7 source words out of vocabulary" in numbers, numbers
+
+    _alternatives_and_redecoding(driver, base, expected, tmp_path, record_property)
 
     # Head view: the default is cross-attention, target input tokens x source tokens.
     Q, K = len(expected["target_input_tokens"]), len(expected["source_tokens"])
@@ -470,6 +568,13 @@ def test_static_export(driver, playground_translator, tmp_path):
     assert _count(driver, "#model-view [data-layer][data-head]") > 0
     assert _count(driver, "#computation-table tbody tr[data-key-index]") > 0
     assert "error" not in driver.find_element(By.ID, "status").get_attribute("class")
+    # The alternatives are shown, but nothing can be re-decoded without a server.
+    assert _count(driver, "#steps-table th.step-head") > 0
+    assert not driver.find_element(By.ID, "steps-temperature").is_enabled()
+    driver.find_element(By.CSS_SELECTOR, '#target-tokens .token[data-index="0"]').click()
+    _wait(driver, lambda d: _count(d, "#alternatives button.alternative") > 0,
+          "clicking a target word in the export did not show its alternatives")
+    assert _count(driver, "#alternatives button.alternative:not([disabled])") == 0
     # The decoder rows read one token and predict the next, as on the live page.
     first = driver.find_element(By.CSS_SELECTOR,
                                 '#head-view .token[data-side="query"] .token-label').text

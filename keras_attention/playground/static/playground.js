@@ -1,8 +1,9 @@
 /* keras_attention playground: the page that shows a Transformer's attention.
  *
  * Plain JavaScript, no framework and nothing fetched from the network. The page talks to the
- * playground server's JSON API (GET api/info, POST api/translate; see the playground docs), or,
- * in a static export, renders the response embedded in <script id="playground-data">.
+ * playground server's JSON API (GET api/info, POST api/translate, POST api/alternatives; see the
+ * playground docs), or, in a static export, renders the response embedded in
+ * <script id="playground-data">.
  *
  * Shape legend (as in the API): L layers, N heads, Q query tokens, K key tokens,
  * H key size (d_k), Hv value size. weights[l][h][i][j] is query i's weight for key j.
@@ -47,6 +48,9 @@
     key: null,           // a key highlighted in the computation table
     requestId: 0,
     headLines: null,     // {byQuery: [[line]], byKey: [[line]]} of the drawn head view
+    original: null,      // the answer a re-decoded one started from ("back to the original")
+    position: null,      // the target position whose alternatives are open
+    stepsRequestId: 0,   // the latest api/alternatives request (temperature, top k)
   };
 
   // -- small DOM helpers (text always via textContent / setAttribute) ------------------------
@@ -272,6 +276,19 @@
         text: "Your own translation, scored by the model (teacher-forced): the probabilities below " +
               "are what the model gave each of your tokens.",
       }));
+    } else if (data.mode === "prefix") {
+      var fixedTokens = (Array.isArray(data.target_tokens) ? data.target_tokens : [])
+        .slice(0, prefixLength(data));
+      root.appendChild(h("p", { class: "mode-note" },
+        "Re-decoded from your pick: the first " + fixedTokens.length + " token" +
+        (fixedTokens.length === 1 ? "" : "s") + " (" + fixedTokens.join(" ") + ") " +
+        (fixedTokens.length === 1 ? "is" : "are") + " fixed, and beam " +
+        "search (beam size " + (data.beam_size === undefined ? "?" : data.beam_size) + ") continues " +
+        "from there. The views below show this translation. ",
+        state.original && state.original !== data ? h("button", {
+          type: "button", id: "back-to-original", class: "small-button", onclick: backToOriginal,
+          text: "↩ Back to the original translation",
+        }) : null));
     } else {
       var penalty = data.length_penalty_form === "power" ? "|Y|^α" : "((5 + |Y|) / 6)^α";
       root.appendChild(h("p", {
@@ -341,8 +358,13 @@
                   "P(" + token + " | " + (inputs.length ? "the tokens before" : "context") +
                   ", source) = " + percent(p);
       var chip = h("span", {
-        class: "token target-token" + (isSpecial(token) ? " special" : ""),
-        "data-index": t, "data-probability": isNum(p) ? p : "", title: title,
+        class: "token target-token" + (isSpecial(token) ? " special" : "") +
+               (t < prefixLength(data) ? " fixed" : "") + (t === state.position ? " selected" : ""),
+        "data-index": t, "data-probability": isNum(p) ? p : "",
+        title: title + (hasSteps(data) ? " — click: what else it could have said here" : ""),
+        role: hasSteps(data) ? "button" : null, tabindex: hasSteps(data) ? 0 : null,
+        onclick: hasSteps(data) ? openAlternatives.bind(null, t) : null,
+        onkeydown: hasSteps(data) ? onActivate(openAlternatives.bind(null, t)) : null,
       }, h("span", { class: "tok-text", text: String(token) }));
       if (isNum(p)) {
         var bar = h("span", { class: "prob-bar" }, h("span", {
@@ -353,6 +375,250 @@
         chip.appendChild(h("span", { class: "prob", text: percent(p) }));
       }
       target.appendChild(chip);
+    });
+  }
+
+  // -- step by step: what else the model could have said -----------------------------------
+
+  function hasSteps(data) { return Array.isArray(data && data.steps) && data.steps.length > 0; }
+
+  function prefixLength(data) {  // how many target tokens a re-decoded answer was given
+    return data && data.mode === "prefix" && Array.isArray(data.target_prefix) ? data.target_prefix.length : 0;
+  }
+
+  function onActivate(action) {  // Enter or space on a focusable element = a click
+    return function (event) {
+      if (event.key === "Enter" || event.key === " ") {
+        event.preventDefault();
+        action();
+      }
+    };
+  }
+
+  function stepPercent(p) {  // small probabilities stay readable
+    if (!isNum(p)) return "–";
+    if (p > 0 && p < 0.001) return "<0.1%";
+    return percent(p);
+  }
+
+  function stepTitle(token, p, logProb, temperature) {
+    return token + ": P = " + sig(p, 4) + (isNum(temperature) && temperature !== 1 ? " at T = " + sig(temperature, 3) : "") +
+           (isNum(logProb) ? " (log P = " + fixed(logProb, 3) + " at T = 1)" : "");
+  }
+
+  function ordinal(rank) { return "#" + rank; }
+
+  function renderSteps(data) {
+    // One column per target position: its top-k next tokens, most likely first, the token of the
+    // translation highlighted (and listed below the top k, with its rank, when it is not in them).
+    var table = clear($("steps-table"));
+    var block = $("steps-block");
+    var steps = hasSteps(data) ? data.steps : [];
+    block.hidden = !steps.length;
+    if (!steps.length) return;
+    var inputs = Array.isArray(data.target_input_tokens) ? data.target_input_tokens : [];
+    var fixedCount = prefixLength(data);
+    var k = 0;
+    steps.forEach(function (step) { k = Math.max(k, (step.alternatives || []).length); });
+    var head = h("tr", null, h("th", { class: "row-label", scope: "col", text: "position" }));
+    steps.forEach(function (step, t) {
+      var rank = isNum(step.rank) ? step.rank : null;
+      head.appendChild(h("th", {
+        scope: "col", "data-position": t, tabindex: 0, role: "button",
+        class: "step-head" + (t < fixedCount ? " fixed" : "") + (t === state.position ? " selected" : ""),
+        title: "position " + t + ": reads " + (inputs[t] === undefined ? "?" : inputs[t]) + ", the translation has " +
+               step.token + (rank !== null ? " (rank " + rank + ")" : "") + " — click: its alternatives",
+        onclick: openAlternatives.bind(null, t), onkeydown: onActivate(openAlternatives.bind(null, t)),
+      }, h("span", { class: "step-index", text: String(t) }),
+         h("span", { class: "step-reads", text: inputs[t] === undefined ? "" : String(inputs[t]) + ARROW })));
+    });
+    var body = h("tbody");
+    for (var i = 0; i < k; i++) {
+      var row = h("tr", null, h("th", { class: "row-label", scope: "row", text: ordinal(i + 1) }));
+      steps.forEach(function (step, t) {
+        var alternative = (step.alternatives || [])[i];
+        if (!alternative) {
+          row.appendChild(h("td", { class: "step-cell empty" }));
+          return;
+        }
+        var chosen = alternative.id === step.id;
+        row.appendChild(h("td", {
+          class: "step-cell" + (chosen ? " chosen" : "") + (isSpecial(alternative.token) ? " special" : ""),
+          "data-position": t, "data-id": alternative.id, "data-probability": alternative.probability,
+          title: stepTitle(String(alternative.token), alternative.probability, alternative.log_prob, data.temperature),
+          style: "--p:" + Math.max(0, Math.min(1, alternative.probability || 0)).toFixed(4),
+          onclick: openAlternatives.bind(null, t),
+        }, h("span", { class: "step-token", text: String(alternative.token) }),
+           h("span", { class: "step-prob", text: stepPercent(alternative.probability) })));
+      });
+      body.appendChild(row);
+    }
+    var outside = steps.some(function (step) { return isNum(step.rank) && step.rank > k; });
+    if (outside) {  // the translation's tokens that are not in their position's top k
+      var last = h("tr", { class: "outside-top-k" },
+        h("th", { class: "row-label", scope: "row", title: "the translation's token, when it is not in the top k",
+                  text: "chosen" }));
+      steps.forEach(function (step, t) {
+        if (!(isNum(step.rank) && step.rank > k)) {
+          last.appendChild(h("td", { class: "step-cell empty" }));
+          return;
+        }
+        last.appendChild(h("td", {
+          class: "step-cell chosen", "data-position": t, "data-id": step.id, "data-probability": step.probability,
+          title: stepTitle(String(step.token), step.probability, step.log_prob, data.temperature),
+          style: "--p:" + Math.max(0, Math.min(1, step.probability || 0)).toFixed(4),
+          onclick: openAlternatives.bind(null, t),
+        }, h("span", { class: "step-token", text: String(step.token) }),
+           h("span", { class: "step-prob", text: stepPercent(step.probability) }),
+           h("span", { class: "step-rank", text: "rank " + step.rank })));
+      });
+      body.appendChild(last);
+    }
+    table.appendChild(h("thead", null, head));
+    table.appendChild(body);
+    // Where the translation's token is not the most likely one, its rank, in the column head.
+    steps.forEach(function (step, t) {
+      if (isNum(step.rank) && step.rank > 1) {
+        var cell = table.querySelector('th[data-position="' + t + '"]');
+        cell.appendChild(h("span", { class: "step-rank", title: "the translation's token is the " + ordinal(step.rank) +
+                                     " most likely here", text: "rank " + step.rank }));
+      }
+    });
+    var temperature = $("steps-temperature");
+    if (isNum(data.temperature) && document.activeElement !== temperature) {
+      temperature.value = String(Math.max(0.1, Math.min(5, data.temperature)));
+      $("steps-temperature-value").textContent = data.temperature.toFixed(2);
+    }
+    if (isNum(data.top_k) && document.activeElement !== $("top-k")) $("top-k").value = String(data.top_k);
+  }
+
+  function openAlternatives(t) {
+    state.position = t;
+    renderTokens(state.data);
+    renderSteps(state.data);
+    renderAlternatives(state.data);
+    var first = document.querySelector("#alternatives button.alternative:not([disabled])");
+    if (first) first.focus({ preventScroll: true });
+  }
+
+  function closeAlternatives() {
+    state.position = null;
+    renderTokens(state.data);
+    renderSteps(state.data);
+    renderAlternatives(state.data);
+  }
+
+  function renderAlternatives(data) {
+    // The alternatives at one position: pick one and the translation is re-decoded from the
+    // tokens before it and the picked one.
+    var root = clear($("alternatives"));
+    var steps = hasSteps(data) ? data.steps : [];
+    var t = state.position;
+    var step = t === null ? null : steps[t];
+    root.hidden = !step;
+    if (!step) return;
+    root.setAttribute("data-position", t);
+    var inputs = Array.isArray(data.target_input_tokens) ? data.target_input_tokens : [];
+    var ids = Array.isArray(data.target_ids) ? data.target_ids : [];
+    var canPick = !state.staticMode && typeof data.source === "string" && ids.length === steps.length;
+    root.appendChild(h("div", { class: "alternatives-head" },
+      h("p", { class: "alternatives-title" },
+        "Position " + t + ": after «" + (inputs[t] === undefined ? "?" : inputs[t]) + "» the translation has ",
+        h("b", { text: String(step.token) }),
+        " (" + stepPercent(step.probability) + (isNum(step.rank) ? ", rank " + step.rank : "") +
+        "). What else the model could have said:"),
+      h("button", { type: "button", class: "small-button close", "aria-label": "Close the alternatives",
+                    title: "Close", onclick: closeAlternatives, text: "×" })));
+    var list = h("div", { class: "alternative-list" });
+    (step.alternatives || []).forEach(function (alternative, i) {
+      var chosen = alternative.id === step.id;
+      list.appendChild(h("button", {
+        type: "button", class: "alternative" + (chosen ? " chosen" : "") + (isSpecial(alternative.token) ? " special" : ""),
+        "data-id": alternative.id, "data-token": String(alternative.token), "data-probability": alternative.probability,
+        disabled: !canPick || chosen,
+        title: chosen ? "the token already here" : canPick ? "re-decode the rest of the translation after «" +
+               alternative.token + "»" : stepTitle(String(alternative.token), alternative.probability,
+                                                   alternative.log_prob, data.temperature),
+        onclick: canPick && !chosen ? pickAlternative.bind(null, t, alternative.id) : null,
+      }, h("span", { class: "alt-rank", text: ordinal(i + 1) }),
+         h("span", { class: "alt-token", text: String(alternative.token) }),
+         h("span", { class: "prob-bar" }, h("span", {
+           style: "width:" + (100 * Math.max(0, Math.min(1, alternative.probability || 0))).toFixed(1) + "%",
+         })),
+         h("span", { class: "alt-prob", text: stepPercent(alternative.probability) })));
+    });
+    root.appendChild(list);
+    root.appendChild(h("p", { class: "explain", text: canPick
+      ? "Pick a token: the translation keeps its first " + t + " token" + (t === 1 ? "" : "s") +
+        ", takes yours, and the search (beam size " + (data.beam_size === undefined ? "?" : data.beam_size) +
+        ") decodes the rest; its score and attention replace the views below."
+      : state.staticMode ? "Run the playground to re-decode the translation from another token." : "" }));
+  }
+
+  function pickAlternative(t, id) {
+    var data = state.data;
+    var prefix = data.target_ids.slice(0, t).concat([id]);
+    if (state.original === null) state.original = data;
+    var request = { text: data.source, target_prefix: prefix };
+    if (isNum(data.beam_size)) request.beam_size = data.beam_size;
+    stepOptions(request);
+    state.position = null;
+    return postTranslate(request, "Re-decoding from your pick…");
+  }
+
+  function backToOriginal() {
+    var original = state.original;
+    if (!original) return;
+    state.original = null;
+    state.position = null;
+    state.requestId++;  // an answer still on its way is no longer wanted
+    showResponse(original);
+    setStatus("Back to the original translation.", "ok");
+    if (original.temperature !== stepsTemperature() || original.top_k !== stepsTopK()) refreshSteps();
+  }
+
+  function stepsTemperature() {
+    var t = parseFloat($("steps-temperature").value);
+    return isNum(t) && t > 0 ? t : 1;
+  }
+
+  function stepsTopK() {
+    var k = Number($("top-k").value);
+    var most = Number($("top-k").max) || 50;
+    return Number.isInteger(k) && k >= 1 ? Math.min(k, most) : 5;
+  }
+
+  function stepOptions(request) {  // the step-by-step table's settings, for a request
+    request.top_k = stepsTopK();
+    request.temperature = stepsTemperature();
+    return request;
+  }
+
+  function refreshSteps() {
+    // The temperature or k changed: the same translation's steps again (no new search).
+    var data = state.data;
+    $("steps-temperature-value").textContent = stepsTemperature().toFixed(2);
+    if (state.staticMode || !data || !Array.isArray(data.target_ids) || typeof data.source !== "string") {
+      return Promise.resolve(null);
+    }
+    var id = ++state.stepsRequestId;
+    var request = stepOptions({ text: data.source, target_ids: data.target_ids });
+    return fetchJson("api/alternatives", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(request),
+    }).then(function (answer) {
+      if (id !== state.stepsRequestId || state.data !== data) return null;  // out of date
+      data.steps = answer.steps;
+      data.temperature = answer.temperature;
+      data.top_k = answer.top_k;
+      renderSteps(data);
+      renderAlternatives(data);
+      return answer;
+    }, function (error) {
+      if (id !== state.stepsRequestId) return null;
+      setStatus("Error: " + error.message, "error");
+      return null;
     });
   }
 
@@ -983,9 +1249,14 @@
     var first = state.data === null;
     state.data = data;
     renderModelSummary(data.model || (state.info && state.info.model));
+    if (state.position !== null && !(hasSteps(data) && state.position < data.steps.length)) {
+      state.position = null;
+    }
     renderTranslations(data);
     renderReliability(data);
     renderTokens(data);
+    renderSteps(data);
+    renderAlternatives(data);
     var A = attention(state.kind);
     if (!A) {  // the selected kind is missing: pick one that exists
       ["cross", "encoder_self", "decoder_self"].some(function (kind) {
@@ -1041,6 +1312,8 @@
       var beam = $("beam-size");
       if (isNum(info.max_beam_size)) beam.max = String(info.max_beam_size);
       if (isNum(info.beam_size)) beam.value = String(info.beam_size);
+      if (isNum(info.max_top_k)) $("top-k").max = String(info.max_top_k);
+      if (isNum(info.top_k)) $("top-k").value = String(info.top_k);
       if (isNum(info.max_text_length)) {
         $("text").maxLength = info.max_text_length;
         $("target").maxLength = info.max_text_length;
@@ -1091,9 +1364,16 @@
       request.beam_size = beam;
     }
     if (target.trim()) request.target = target;
+    stepOptions(request);
+    state.original = null;
+    state.position = null;
+    return postTranslate(request, target.trim() ? "Scoring your translation…" : "Translating…");
+  }
+
+  function postTranslate(request, busy) {
     var id = ++state.requestId;
     var started = performance.now();
-    setStatus(target.trim() ? "Scoring your translation…" : "Translating…", "busy");
+    setStatus(busy, "busy");
     return fetchJson("api/translate", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
@@ -1102,7 +1382,8 @@
       if (id !== state.requestId) return null;  // a newer request was sent meanwhile
       var roundTrip = performance.now() - started;
       showResponse(data);
-      var done = data.mode === "forced" ? "Scored your translation" : "Translated";
+      var done = data.mode === "forced" ? "Scored your translation"
+        : data.mode === "prefix" ? "Re-decoded from your pick" : "Translated";
       if (isNum(data.milliseconds)) done += " in " + data.milliseconds.toFixed(0) + " ms on the server";
       setStatus(done + " · " + roundTrip.toFixed(0) + " ms round trip.", "ok");
       return data;
@@ -1142,6 +1423,17 @@
       state.compHead = Number($("comp-head").value);
       renderComputation();
     });
+    var stepsTimer = null;
+    function stepsChanged() {  // one request once the slider rests a moment
+      $("steps-temperature-value").textContent = stepsTemperature().toFixed(2);
+      clearTimeout(stepsTimer);
+      stepsTimer = setTimeout(refreshSteps, 150);
+    }
+    $("steps-temperature").addEventListener("input", stepsChanged);
+    $("top-k").addEventListener("change", stepsChanged);
+    document.addEventListener("keydown", function (event) {
+      if (event.key === "Escape" && state.position !== null) closeAlternatives();
+    });
   }
 
   function start() {
@@ -1161,6 +1453,9 @@
       Array.prototype.forEach.call(form.querySelectorAll("input, button"), function (input) {
         input.disabled = true;
       });
+      // No server to ask for another temperature or k: the export's own are shown.
+      $("steps-temperature").disabled = true;
+      $("top-k").disabled = true;
       var data;
       try {
         data = JSON.parse(embedded.textContent);
@@ -1179,7 +1474,8 @@
     }, function () { /* the status line says why */ });
   }
 
-  window.playground = { state: state, translate: translate, render: renderViews };
+  window.playground = { state: state, translate: translate, render: renderViews,
+                        alternatives: openAlternatives, refreshSteps: refreshSteps };
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
