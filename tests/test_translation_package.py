@@ -34,8 +34,8 @@ def test_the_old_entry_points_keep_working():
     assert inspect.isfunction(translate) and translation.translate is translate
     for cls in (Translator, SearchResult, AttentionDetails):
         assert inspect.isclass(cls)
-    assert sorted(translation.__all__) == ["AttentionDetails", "SearchResult", "Translator",
-                                           "translate"]
+    assert sorted(translation.__all__) == ["Alternative", "AttentionDetails", "SearchResult",
+                                           "TargetScore", "Translator", "translate"]
 
 
 def test_no_export_module_imports_the_translation_package():
