@@ -23,6 +23,7 @@ import unicodedata
 import numpy as np
 
 from keras_attention.data.tokenizers import SubwordTokenizer
+from keras_attention.translation.forcing import one_per
 
 # Measured (benchmarks/alignment.py): the layer counted from the top (-1:
 # the last decoder block) and the row a target word is read from.
@@ -151,16 +152,8 @@ def align_maps(maps, source_wordpiece, target_wordpiece, layer=DEFAULT_LAYER, he
 def align(translator, sources, targets, layer, heads, position):
     """`Translator.align` on a list of str `sources`: one `WordAlignment`
     each, from one teacher-forced pass of the pair (`Translator.attention`)."""
-    if targets is None:
-        targets = [None] * len(sources)
-    elif isinstance(targets, (str, bytes)):
-        raise TypeError("`targets` must be a list of translations, one per source; "
-                        f"received one string {targets!r:.60}.")
-    else:
-        targets = list(targets)
-        if len(targets) != len(sources):
-            raise ValueError(f"`targets` has {len(targets)} translations for "
-                             f"{len(sources)} sources; pass one per source.")
+    targets = ([None] * len(sources) if targets is None
+               else one_per(targets, len(sources), "targets", "translations", "translations"))
     model = translator.model
     check_choice(model.num_decoder_layers, model.num_heads, layer, heads, position)
     wordpiece = (is_wordpiece(translator.source_tokenizer),

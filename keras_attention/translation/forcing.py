@@ -80,17 +80,25 @@ def _vocabulary_ids(tokenizer, ids, name):
     return ids
 
 
+def one_per(values, count, name, item, kinds, per="source", note=""):
+    """`values` as a list of `count` items, one per source sentence: one
+    string in its place and another count are refused, naming `name`."""
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"`{name}` must be a list of {kinds}, one per {per}; received one "
+                        f"string {values!r:.60}.")
+    values = list(values)
+    if len(values) != count:
+        raise ValueError(f"`{name}` has {len(values)} {item} for {count} {per}s; pass one "
+                         f"per {per}{note}.")
+    return values
+
+
 def target_ids(tokenizer, targets, count, limit):
     """Each target of `targets` (a list of `count` str or id lists) as target
     ids ending with `[END]`, at most `limit` (a str as the search's output
     would be; an id list as given, `[END]` appended when it has none)."""
-    if isinstance(targets, (str, bytes)):
-        raise TypeError("`targets` must be a list of translations (str or id lists), one per "
-                        f"source; received one string {targets!r:.60}.")
-    targets = list(targets)
-    if len(targets) != count:
-        raise ValueError(f"`targets` has {len(targets)} translations for {count} sources; "
-                         "pass one per source.")
+    targets = one_per(targets, count, "targets", "translations",
+                      "translations (str or id lists)")
     texts = [i for i, t in enumerate(targets) if isinstance(t, (str, bytes))]
     rows = [None] * count
     if texts:
@@ -114,13 +122,8 @@ def prefix_ids(tokenizer, prefixes, count, output_length):
     tokens hold `[UNK]`), `[END]` inside, a prefix as long as the output."""
     if prefixes is None:
         return None
-    if isinstance(prefixes, (str, bytes)):
-        raise TypeError("`target_prefix` must be a list with one prefix (str, id list or None) "
-                        f"per sentence; received one string {prefixes!r:.60}.")
-    prefixes = list(prefixes)
-    if len(prefixes) != count:
-        raise ValueError(f"`target_prefix` has {len(prefixes)} prefixes for {count} "
-                         "sentences; pass one per sentence (None for none).")
+    prefixes = one_per(prefixes, count, "target_prefix", "prefixes",
+                       "prefixes (str, id list or None)", "sentence", " (None for none)")
     rows = []
     for i, prefix in enumerate(prefixes):
         name = f"target_prefix[{i}]"
@@ -237,4 +240,5 @@ def alternatives(translator, source, prefix=None, k=5, temperature=1.0):
             for token, t in zip(tokens, order)]
 
 
-__all__ = ["Alternative", "TargetScore", "alternatives", "prefix_ids", "score", "target_ids"]
+__all__ = ["Alternative", "TargetScore", "alternatives", "one_per", "prefix_ids", "score",
+           "target_ids"]
