@@ -1279,6 +1279,9 @@
     state.query = 0;
     state.key = null;
     renderViews();
+    // The views in their own files (static/*.js after this one) render from this event's
+    // detail.data, the API answer shown (and read state.data if they start later).
+    document.dispatchEvent(new CustomEvent("playground:response", { detail: { data: data } }));
   }
 
   // -- talking to the server -----------------------------------------------------------------
@@ -1474,8 +1477,11 @@
     }, function () { /* the status line says why */ });
   }
 
+  // What the views in other files use: the state, the JSON helper that turns a server's
+  // {"error": ...} into an Error, the status line and the DOM helpers.
   window.playground = { state: state, translate: translate, render: renderViews,
-                        alternatives: openAlternatives, refreshSteps: refreshSteps };
+                        alternatives: openAlternatives, refreshSteps: refreshSteps,
+                        fetchJson: fetchJson, setStatus: setStatus, h: h, svg: svg, clear: clear };
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();
