@@ -5,6 +5,7 @@ modules: fixtures live in the conftest files, the layer harness in
 `tests/layer_test_case.py`, the NumPy references in `tests/references.py`.
 """
 
+import functools
 import os
 import socket
 import textwrap
@@ -248,3 +249,18 @@ def fake_run_directory(path):
         (path / name).write_text(text, encoding="utf-8")
     return path
 
+
+
+# -- shipped presets -------------------------------------------------------------
+
+
+@functools.cache
+def shipped_translator(name="tatoeba_en_es", policy="float32"):
+    """A shipped preset's Translator in a dtype policy, loaded once per test
+    process and shared by every module there (loading it and tracing its
+    searches are most of such a test's time); read-only: a test that needs
+    other settings takes `with_settings(...)` of it. No XLA compilation
+    (a compile per shape would cost more than it saves here)."""
+    from keras_attention import Translator
+
+    return Translator.from_preset(name, dtype=policy, jit_compile=False)

@@ -5,25 +5,19 @@ source word its attention weighs most, the default reading the one
 `benchmarks/alignment.py` measured best, and its alignment error rate on
 the shipped English -> Spanish preset."""
 
-import functools
 import json
 import pathlib
 
 import numpy as np
 import pytest
 
-from keras_attention import Translator
 from keras_attention.data.en_es_grammar import alignment_error_rate, alignment_words
 from keras_attention.translation import alignment
 from keras_attention.visualization.attention import AttentionMaps
+from tests.helpers import shipped_translator
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RESULTS = sorted((ROOT / "benchmarks" / "results").glob("*-alignment-*.json"))
-
-
-@functools.cache
-def _translator():
-    return Translator.from_preset("tatoeba_en_es", dtype="float32", jit_compile=False)
 
 
 @pytest.mark.backend_independent
@@ -110,7 +104,7 @@ def test_align_on_the_shipped_preset_finds_the_gold_links(bundled_splits):
     default's AER against the grammar's gold links is the measured one's
     neighbourhood (0.14 on all 1,000 pairs, float32; 0.5 would be a broken
     reading), and its words are the grammar's."""
-    translator = _translator()
+    translator = shipped_translator()
     examples = bundled_splits["test"][:30]
     found = translator.align([e.en for e in examples], [e.es for e in examples])
     for example, result in zip(examples, found):

@@ -4,30 +4,21 @@ search's own scores, `translate(..., target_prefix=...)` continues from a
 prefix, `alternatives` lists the next tokens the model weighs; bad input is
 refused with the value named, and empty in is empty out."""
 
-import functools
 
 import numpy as np
 import pytest
 
-from keras_attention import Translator
 from keras_attention.translation import Alternative, TargetScore
+from tests.helpers import shipped_translator
 
 SENTENCES = ["I left the red book at the library.", "Where is the train station?",
              "We want to eat now."]
 
 
-@functools.cache
-def _translator(**settings):
-    """The preset loaded once for the module (its loading and the searches'
-    tracing are most of these tests' time)."""
-    return Translator.from_preset("tatoeba_en_es", dtype="float32", jit_compile=False,
-                                  **settings)
-
-
 def test_the_score_of_the_models_own_translation_is_its_search_score():
     """Beam search here; greedy's and the length penalties' forms are
     tests/decoding's (`test_a_searchs_output_scores_its_own_score`)."""
-    translator = _translator()
+    translator = shipped_translator()
     result = translator.search(SENTENCES)
     scored = translator.score(SENTENCES, result.ids)
     assert all(isinstance(s, TargetScore) for s in scored)
@@ -46,7 +37,7 @@ def test_the_score_of_the_models_own_translation_is_its_search_score():
 
 
 def test_a_worse_translation_scores_lower_and_its_worst_token_is_the_wrong_word():
-    translator = _translator()
+    translator = shipped_translator()
     good, bad = translator.score(["I have a dog."] * 2, ["Tengo un perro.", "Tengo un gato."])
     assert bad.score < good.score
     worst = bad.tokens[int(np.argmin(bad.log_probs))]
@@ -56,7 +47,7 @@ def test_a_worse_translation_scores_lower_and_its_worst_token_is_the_wrong_word(
 def test_a_prefix_of_its_own_output_reproduces_free_decoding():
     """With the preset's beam search (greedy: tests/decoding's
     `test_greedy_continues_its_own_prefix_into_its_own_output`)."""
-    translator = _translator()
+    translator = shipped_translator()
     free = translator.search(SENTENCES)
     for cut in (1, 3):
         prefixes = [ids[:cut] for ids in free.ids]
@@ -69,7 +60,7 @@ def test_a_given_prefix_starts_the_translation_and_the_rest_follows():
     """A text prefix the model would not choose ("Olvidé", not "Dejé"): the
     translation starts with it, ends normally, and its score is forced
     decoding's; None leaves a sentence free."""
-    translator = _translator()
+    translator = shipped_translator()
     texts, scores = translator.translate(SENTENCES[:2], target_prefix=["Olvidé el", None],
                                          return_scores=True)
     assert texts[0].startswith("Olvidé el ") and "rojo" in texts[0]
@@ -79,7 +70,7 @@ def test_a_given_prefix_starts_the_translation_and_the_rest_follows():
 
 
 def test_alternatives_list_the_next_tokens_greedy_first():
-    translator = _translator()
+    translator = shipped_translator()
     greedy = translator.with_settings(beam_size=1).search(SENTENCES[:1])
     ids = greedy.ids[0]
     for cut in (0, 2):
@@ -101,7 +92,7 @@ def test_alternatives_list_the_next_tokens_greedy_first():
 
 
 def test_empty_in_empty_out():
-    translator = _translator()
+    translator = shipped_translator()
     assert translator.translate([""], target_prefix=[None]) == [""]
     (scored,) = translator.score([""], [""])
     assert (scored.tokens, scored.score, scored.log_prob) == (["[END]"], 0.0, 0.0)
@@ -128,4 +119,4 @@ def test_empty_in_empty_out():
 ])
 def test_bad_input_is_named(call, error, match):
     with pytest.raises(error, match=match):
-        call(_translator())
+        call(shipped_translator())

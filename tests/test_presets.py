@@ -6,7 +6,6 @@ English and Spanish in float32 and bfloat16; and `recipes/translation/zoo.py`,
 which made them (a decontaminated split, float16 weights)."""
 
 import configparser
-import functools
 import glob
 import os
 import pathlib
@@ -18,6 +17,7 @@ import pytest
 from keras_attention import Translator
 from keras_attention.presets import DIRECTORY, builtin_presets, preset_path
 from recipes.translation import zoo
+from tests.helpers import shipped_translator
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NAMES = ("tatoeba_en_es", "tatoeba_es_en")
@@ -30,13 +30,6 @@ EXAMPLES = {
     "tatoeba_es_en": [("Muchas gracias.", "thank"), ("Tengo un perro.", "dog"),
                       ("¿Dónde está la estación de tren?", "station")],
 }
-
-
-@functools.cache
-def _translator(name, policy):
-    """Each preset loaded once per dtype policy for the whole module (loading
-    and the first search's tracing are most of these tests' time)."""
-    return Translator.from_preset(name, dtype=policy, jit_compile=False)
 
 
 def test_the_presets_are_listed_with_their_metadata():
@@ -81,7 +74,7 @@ def test_a_preset_translates_real_sentences_in_float32_and_bfloat16(name):
     sources = [source for source, _ in EXAMPLES[name]]
     translations = {}
     for policy in ("float32", "mixed_bfloat16"):
-        translator = _translator(name, policy)
+        translator = shipped_translator(name, policy)
         assert translator.model.dtype_policy.name == policy
         translations[policy] = translator.translate(sources + [""])
         for (source, word), translation in zip(EXAMPLES[name], translations[policy]):
@@ -99,7 +92,7 @@ def test_our_keras_hub_classes_take_the_name_and_keras_hubs_own_take_the_folder(
 
     name = NAMES[0]
     sentence = [EXAMPLES[name][0][0]]
-    expected = _translator(name, "float32").translate(sentence)
+    expected = shipped_translator(name, "float32").translate(sentence)
     task = TransformerSeq2SeqLM.from_preset(name, dtype="float32")
     assert set(NAMES) <= set(TransformerSeq2SeqLM.presets)
     task.compile(jit_compile=False)  # (XLA's compile time; the README's block runs XLA)

@@ -67,9 +67,10 @@ _SEARCHES = weakref.WeakKeyDictionary()
 # tf.function ~1 ms (it matters for one sentence at a time).
 _TOKENIZE = weakref.WeakKeyDictionary()
 _DETOKENIZE = weakref.WeakKeyDictionary()
-# `Transformer.attention_details` traced once per model (eagerly it takes
-# ~60 % of a playground request).
-_DETAILS = weakref.WeakKeyDictionary()
+# `Transformer.attention_details` and `attention_scores` traced once per
+# model (eagerly the first takes ~60 % of a playground request, the second
+# ~0.4 s a sentence of `Translator.align` on a preset).
+_TEACHER_FORCED = weakref.WeakKeyDictionary()
 
 
 def _compiled_search(model, settings, num_return_sequences, jit_compile=False,
@@ -95,12 +96,15 @@ def _compiled_search(model, settings, num_return_sequences, jit_compile=False,
     return searches[key]
 
 
-def _attention_details_fn(model):
-    if model not in _DETAILS:
-        _DETAILS[model] = tf.function(model.attention_details, input_signature=[
-            tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None, None], tf.int32)],
-            autograph=False)
-    return _DETAILS[model]
+def _teacher_forced_fn(model, method="attention_details"):
+    """`model.<method>` (`attention_details` or `attention_scores`: `[B, S]`,
+    `[B, T]` ids) as a tf.function with one trace for every shape."""
+    fns = _TEACHER_FORCED.setdefault(model, {})
+    if method not in fns:
+        ids = tf.TensorSpec([None, None], tf.int32)
+        fns[method] = tf.function(getattr(model, method), input_signature=[ids, ids],
+                                  autograph=False)
+    return fns[method]
 
 
 def _tokenize_fn(tokenizer, max_length):

@@ -30,9 +30,9 @@ from keras_attention.translation.searching import (
     AttentionDetails,
     SearchResult,
     _as_sentences,
-    _attention_details_fn,
     _detokenize_fn,
     _search,
+    _teacher_forced_fn,
     _tokenize_fn,
 )
 
@@ -307,7 +307,7 @@ class Translator:
         (e.g. `search([text]).ids[0]`). What the playground shows.
         """
         source_ids, target_ids, input_ids = self._pair(text, target)
-        details = _attention_details_fn(self.model)(
+        details = _teacher_forced_fn(self.model)(
             tf.constant([source_ids], tf.int32), tf.constant([input_ids], tf.int32))
         logits = keras.ops.convert_to_numpy(keras.ops.cast(details["logits"], "float32"))[0]
         logits = logits.astype(np.float64)  # [T, V]
@@ -331,8 +331,8 @@ class Translator:
         from keras_attention.visualization import AttentionMaps
 
         source_ids, target_ids, input_ids = self._pair(text, target)
-        scores = self.model.attention_scores(np.asarray([source_ids], np.int32),
-                                             np.asarray([input_ids], np.int32))
+        scores = _teacher_forced_fn(self.model, "attention_scores")(
+            tf.constant([source_ids], tf.int32), tf.constant([input_ids], tf.int32))
 
         def stack(maps):  # L x [1, N, Q, K] -> [L, N, Q, K]
             return np.stack([keras.ops.convert_to_numpy(keras.ops.cast(m, "float32"))[0]
@@ -379,6 +379,16 @@ class Translator:
         [('The', 'El'), ('book', 'libro'), ('red', 'rojo'), ('.', '.')]
         """
         return alignment.align(self, _as_sentences(sources), targets, layer, heads, position)
+
+    def with_weights(self, checkpoint):
+        """This translator (the same tokenizers and settings) with the weights
+        of a training checkpoint, on a copy of the model: `checkpoint` is a
+        `*.weights.h5` path or a `checkpoints.Checkpoint` of
+        `checkpoints.run_checkpoints(run_dir)`. `self` is not touched
+        (`checkpoints.translator_at`)."""
+        from keras_attention.translation.checkpoints import translator_at
+
+        return translator_at(self, checkpoint)
 
     def _pair(self, text, target):
         """`(source_ids, target_ids, input_ids)` of a teacher-forced pass: the

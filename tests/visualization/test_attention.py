@@ -10,7 +10,7 @@ import pytest
 from keras_attention import Translator
 from keras_attention.visualization import attention_maps, save_attention_heatmaps
 from recipes.translation.runs import load_run
-from tests.helpers import run_main
+from tests.helpers import run_main, shipped_translator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VISUALIZE = os.path.join(ROOT, "recipes", "translation", "visualize.py")
@@ -222,7 +222,7 @@ def test_a_moved_adjective_attends_to_its_source_word(bundled_splits):
     about 60 s of the suite.)"""
     import tensorflow as tf
 
-    translator = Translator.from_preset("tatoeba_en_es", dtype="float32", jit_compile=False)
+    translator = shipped_translator()
     source, target, model = (translator.source_tokenizer, translator.target_tokenizer,
                              translator.model)
 
