@@ -46,7 +46,8 @@ def score_targets(model, encoder_tokens, target_tokens, start_id, end_id,
         log P(Y|X), and log P(Y|X) / lp(Y) with |Y| the tokens up to the
         end token: for a search's own output, the search's own score.
         Empty in, empty out: an empty source (`empty_sources`) with the
-        empty target (`end_id` alone) scores 0, as the searches give it.
+        empty target (`end_id` alone) scores 0, as the searches give it;
+        targets with no columns (T = 0) score 0.
     """
     DecodingSettings.check({"length_penalty": length_penalty,
                             "length_penalty_form": length_penalty_form})
@@ -55,6 +56,8 @@ def score_targets(model, encoder_tokens, target_tokens, start_id, end_id,
         raise ValueError(f"`target_tokens` must be a 2-D batch of target ids [B, T]; "
                          f"received shape {tuple(targets.shape)}.")
     batch_size = ops.shape(targets)[0]
+    if targets.shape[1] == 0:  # no target at all (not even `end_id`): nothing to score
+        return ops.zeros((batch_size, 0), "float32"), *(ops.zeros((batch_size,), "float32"),) * 2
     decoder_tokens = ops.concatenate(
         [ops.full((batch_size, 1), start_id, "int32"), targets[:, :-1]], axis=1)  # [B, T]
     log_probs = _log_probs(model, encoder_tokens, decoder_tokens)  # [B, T, V]

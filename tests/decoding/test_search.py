@@ -405,6 +405,10 @@ def test_forced_decoding_of_the_empty_target_of_an_empty_source_is_zero(trained)
                                                                   END))
     assert (token_log_probs[0].tolist(), totals[0], scores[0]) == ([0.0, 0.0], 0.0, 0.0)
     assert totals[1] < 0 and token_log_probs[1, 0] == totals[1]
+    # No target columns at all: nothing to score, for any source.
+    token_log_probs, totals, scores = map(to_numpy, score_targets(
+        trained, src, np.zeros((2, 0), "int32"), START, END))
+    assert token_log_probs.shape == (2, 0) and totals.tolist() == scores.tolist() == [0.0, 0.0]
 
 
 def test_greedy_continues_its_own_prefix_into_its_own_output():
