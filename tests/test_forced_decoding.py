@@ -120,3 +120,31 @@ def test_empty_in_empty_out():
 def test_bad_input_is_named(call, error, match):
     with pytest.raises(error, match=match):
         call(shipped_translator())
+
+
+
+def test_looking_inside_works_in_mixed_bfloat16():
+    """What a user on a bf16 machine gets (mixed_bfloat16 is the default
+    there): score, alternatives and align on the preset computed in bf16
+    agree with float32 to bf16's precision (2e-2 a token) and make the same
+    choices. (bf16's searches, prefixes included, are the SavedModel's and
+    keras-hub's bf16 tests; tracing a search again here would cost ~1 min.)"""
+    reference = shipped_translator()
+    translator = shipped_translator("tatoeba_en_es", "mixed_bfloat16")
+    assert translator.model.dtype_policy.name == "mixed_bfloat16"
+    own = reference.search(SENTENCES)
+    for mine, exact in zip(translator.score(SENTENCES, own.ids),
+                           reference.score(SENTENCES, own.ids)):
+        assert mine.ids == exact.ids and mine.log_probs.dtype == np.float32
+        np.testing.assert_allclose(mine.log_probs, exact.log_probs, rtol=2e-2, atol=2e-2)
+        # A sum of T tokens' log-probabilities: T times a token's tolerance.
+        assert mine.log_prob == pytest.approx(exact.log_prob, abs=2e-2 * len(mine.ids))
+        assert mine.score / mine.log_prob == pytest.approx(exact.score / exact.log_prob)
+    options = translator.alternatives(SENTENCES[0], own.ids[0][:1], k=3)
+    exact = reference.alternatives(SENTENCES[0], own.ids[0][:1], k=3)
+    assert options[0].id == exact[0].id
+    assert options[0].probability == pytest.approx(exact[0].probability, rel=2e-2, abs=1e-2)
+    a = translator.align(["I left the red book at the library."],
+                         ["Dejé el libro rojo en la biblioteca."])[0]
+    links = {(a.source_words[s], a.target_words[t]) for s, t in a.links}
+    assert {("red", "rojo"), ("book", "libro"), ("library", "biblioteca")} <= links
