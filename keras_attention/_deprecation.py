@@ -20,3 +20,29 @@ def moved_names(old_module, moved):
         return getattr(module, name)
 
     return __getattr__
+
+
+# What `translate` took by position before its decoding settings became
+# keyword overrides (as `search`'s): still accepted, with a DeprecationWarning.
+_TRANSLATE_POSITIONAL = ("beam_size", "length_penalty", "batch_size", "verbose")
+
+
+def translate_positional(args, overrides, batch_size, verbose):
+    """`(overrides, batch_size, verbose)` of `translate(texts, *args, ...)`
+    as `translate(texts, beam_size, length_penalty, batch_size, verbose)`
+    read them (None: the translator's setting)."""
+    if len(args) > len(_TRANSLATE_POSITIONAL):
+        raise TypeError(f"Translator.translate takes `texts` and keyword arguments; received "
+                        f"{1 + len(args)} positional arguments.")
+    given = dict(zip(_TRANSLATE_POSITIONAL, args))
+    warnings.warn(f"Passing {', '.join(given)} to Translator.translate by position is "
+                  "deprecated; pass them by keyword: translate(texts, "
+                  f"{', '.join(f'{name}=...' for name in given)}).", DeprecationWarning,
+                  stacklevel=3)
+    overrides = dict(overrides)
+    for name in _TRANSLATE_POSITIONAL[:2]:
+        if given.get(name) is not None:
+            if name in overrides:
+                raise TypeError(f"Translator.translate got two values for `{name}`.")
+            overrides[name] = given[name]
+    return overrides, given.get("batch_size", batch_size), given.get("verbose", verbose)

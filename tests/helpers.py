@@ -6,9 +6,12 @@ modules: fixtures live in the conftest files, the layer harness in
 """
 
 import functools
+import json
 import os
 import socket
 import textwrap
+import urllib.error
+import urllib.request
 
 # -- small parallel texts (tests/data) -------------------------------------------
 
@@ -264,3 +267,19 @@ def shipped_translator(name="tatoeba_en_es", policy="float32"):
     from keras_attention import Translator
 
     return Translator.from_preset(name, dtype=policy, jit_compile=False)
+
+
+# -- the playground's API --------------------------------------------------------
+
+
+def api_call(base_url, path, body=None, timeout=120):
+    """`(status, json)` of one playground API call from Python (a GET
+    without `body`, a JSON POST with it), independent of the page."""
+    data = None if body is None else json.dumps(body).encode("utf-8")
+    request = urllib.request.Request(base_url.rstrip("/") + "/" + path.lstrip("/"), data=data,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read().decode("utf-8"))

@@ -34,8 +34,11 @@ def test_the_old_entry_points_keep_working():
     assert inspect.isfunction(translate) and translation.translate is translate
     for cls in (Translator, SearchResult, AttentionDetails):
         assert inspect.isclass(cls)
-    assert sorted(translation.__all__) == ["Alternative", "AttentionDetails", "SearchResult",
-                                           "TargetScore", "Translator", "translate"]
+    assert sorted(translation.__all__) == ["Alternative", "AttentionDetails", "Attribution",
+                                           "BeamCandidate", "BeamTree", "Checkpoint",
+                                           "SearchResult", "TargetScore", "Translator",
+                                           "load_checkpoint", "run_checkpoints", "translate",
+                                           "translator_at"]
 
 
 def test_no_export_module_imports_the_translation_package():

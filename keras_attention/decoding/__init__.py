@@ -10,7 +10,8 @@ fairseq's, Hugging Face's and CTranslate2's).
 `forced` scores given targets with the same definitions (`score_targets`,
 `next_token_log_probs`: forced decoding, one teacher-forced pass).
 
-Modules: `greedy` (`greedy_search`), `beam` (`beam_search`), `settings`
+Modules: `greedy` (`greedy_search`), `beam` (`beam_search`; `beam_search_trace`, the
+same search with what it did at each step), `settings`
 (`DecodingSettings`: each decoding setting's one default and validation;
 `length_penalty`, the one length penalty), `_loop` (what the searches
 share); `search`, which picks one by beam size, is defined here.
@@ -19,7 +20,7 @@ share); `search`, which picks one by beam size, is defined here.
 from keras import ops
 
 from keras_attention.decoding._loop import empty_sources
-from keras_attention.decoding.beam import beam_search
+from keras_attention.decoding.beam import beam_search, beam_search_trace
 from keras_attention.decoding.forced import next_token_log_probs, score_targets
 from keras_attention.decoding.greedy import greedy_search
 from keras_attention.decoding.settings import (
@@ -75,6 +76,7 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
 
 
 __all__ = ["DEFAULTS", "DecodingSettings", "LENGTH_PENALTY_FORMS", "beam_search",
+           "beam_search_trace",
            "check_early_stopping", "check_num_return_sequences", "empty_sources",
            "next_token_log_probs", "score_targets",
            "gnmt_length_penalty", "greedy_search", "length_penalty", "search"]

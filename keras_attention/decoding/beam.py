@@ -4,6 +4,8 @@ Shape legend: B batch, K beams, L maximum decoded length, V vocabulary size.
 The beams of sentence b are rows b*K ... b*K + K - 1 of the model's batch.
 """
 
+import typing
+
 from keras import ops
 
 from keras_attention._constants import MASKED_LOGIT
@@ -114,6 +116,80 @@ def beam_search(
                       length_penalty_form)
     check_early_stopping(early_stopping)
     check_num_return_sequences(num_return_sequences, beam_size)
+    return _beam_search(model, encoder_tokens, max_length, start_id, end_id, beam_size,
+                        length_penalty, use_cache, num_return_sequences, early_stopping,
+                        length_penalty_form, target_prefix)
+
+
+def beam_search_trace(
+    model,
+    encoder_tokens,
+    max_length,
+    start_id,
+    end_id,
+    beam_size=DEFAULTS.beam_size,
+    length_penalty=DEFAULTS.length_penalty,
+    early_stopping=DEFAULTS.early_stopping,
+    length_penalty_form=DEFAULTS.length_penalty_form,
+    target_prefix=None,
+):
+    """`beam_search` (over the cache, the 1-best) with what it did at each
+    step: the search as a tree of kept and pruned hypotheses.
+
+    The same search, step for step (one update function, the trace written
+    beside it into fixed-shape buffers of the loop state, so it traces into
+    a tf.function or an XLA program as `beam_search` does). At step t each
+    sentence's K live beams give K*V candidates, of which the search looks at
+    the 2K best (`top_k`); the trace records those 2K, best first. Which of
+    them live on (`alive_slot`), finish (`finished`) or are dropped (both
+    unset) is the search's own decision.
+
+    Args: as `beam_search`'s (no `use_cache`, no `num_return_sequences`).
+
+    Returns:
+        A `BeamTrace`: `tokens` `[B, L]` and `scores` `[B]`, `beam_search`'s
+        own; then, for each sentence b, step t < `steps[b]` and candidate
+        c < 2K (`[B, L, 2K]`; rows at t >= `steps[b]` hold what the batch's
+        later steps left and mean nothing):
+        `parent` (int32: the live beam 0..K-1 of step t - 1 it extends; 0 at
+        step 0), `token` (int32 id), `log_prob` (float32 log P of the
+        hypothesis, `MASKED_LOGIT` or lower for a candidate of a beam or
+        token that cannot be: a step-0 copy, a forced prefix), `score`
+        (float32 `normalized_score` with t + 1 tokens: what it scores if it
+        ends here), `alive_slot` (int32: its beam 0..K-1 after the step, -1
+        when it is not kept alive), `finished` (bool: it entered the set of
+        the K best finished hypotheses at this step); `steps` `[B]` int32,
+        the steps the search ran for each sentence (until it stopped).
+    """
+    check_search_args(model, max_length, start_id, end_id, beam_size, length_penalty,
+                      length_penalty_form)
+    check_early_stopping(early_stopping)
+    (tokens, scores), trace = _beam_search(
+        model, encoder_tokens, max_length, start_id, end_id, beam_size, length_penalty, True,
+        None, early_stopping, length_penalty_form, target_prefix, trace=True)
+    return BeamTrace(tokens, scores, *trace)
+
+
+class BeamTrace(typing.NamedTuple):
+    """What `beam_search_trace` returns (see there)."""
+
+    tokens: typing.Any
+    scores: typing.Any
+    parent: typing.Any
+    token: typing.Any
+    log_prob: typing.Any
+    score: typing.Any
+    alive_slot: typing.Any
+    finished: typing.Any
+    steps: typing.Any
+
+
+def _beam_search(model, encoder_tokens, max_length, start_id, end_id, beam_size,
+                 length_penalty, use_cache, num_return_sequences, early_stopping,
+                 length_penalty_form, target_prefix, trace=False):
+    """The one beam search of `beam_search` and `beam_search_trace` (the
+    arguments checked). With `trace`, the loop state also carries the
+    per-step buffers (`_trace_buffers`) and it returns `(result, trace)`."""
     k = beam_size
     encoder_outputs, encoder_mask = encode_source(model, encoder_tokens)  # [B, S, D], [B, S]
     batch_size = ops.shape(encoder_outputs)[0]
@@ -136,6 +212,8 @@ def beam_search(
         ops.zeros((batch_size, k), "bool"),  # finished flags
         ops.zeros((batch_size,), "bool"),  # sentences done
     )
+    if trace:  # only then: beam_search's loop state and cost stay as they were
+        state = state + (_trace_buffers(batch_size, max_length, k),)
     max_lp = length_penalty_of(max_length, length_penalty, length_penalty_form)
 
     def score(log_probs, length):
@@ -151,7 +229,7 @@ def beam_search(
     may_finish = ops.arange(2 * k) < (2 * k if early_stopping == "never" else k)  # [2K]
 
     def update(state, i, logits):
-        sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, done = state
+        sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, done = state[:6]
         log_probs = force_prefix(ops.log_softmax(logits, axis=-1), prefix, i)  # [B*K, V]
         log_probs = ops.reshape(log_probs, (batch_size, k, vocabulary))
         candidates = ops.reshape(alive_log_probs[:, :, None] + log_probs,
@@ -185,8 +263,13 @@ def beam_search(
         fin_scores, fin_pos = ops.top_k(ops.concatenate([fin_scores, new_scores], 1), k)
         fin_seq = gather(ops.concatenate([fin_seq, top_seq], 1), fin_pos)
         fin_flags = gather(ops.concatenate([fin_flags, finishes], 1), fin_pos)
+        was_done = done
         done = ops.logical_or(done, sentence_done(alive_log_probs, fin_scores, fin_flags, i))
-        return (sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, done), order
+        new_state = (sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, done)
+        if trace:
+            new_state += (_record(state[6], i, was_done, top_beam, top_token, top_log_probs,
+                                  score(top_log_probs, i + 1), alive_pos, fin_pos),)
+        return new_state, order
 
     def sentence_done(alive_log_probs, fin_scores, fin_flags, i):
         """[B] bool: whether each sentence stops after step i."""
@@ -213,19 +296,65 @@ def beam_search(
             for self_cache, cross_cache in cache
         )
 
-    sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, _ = run_search(
+    state = run_search(
         model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
         keep_going, reorder_cache=reorder_cache, use_cache=use_cache, beam_size=k,
     )
+    sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, _ = state[:6]
+    if trace:
+        return _best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, k,
+                     max_length, score), state[6]
     if num_return_sequences is not None:
         return _n_best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags,
                        num_return_sequences, max_length, score)
+    return _best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, k, max_length,
+                 score)
+
+
+def _best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, k, max_length, score):
+    """The 1-best `(tokens [B, L], scores [B])`: the best finished hypothesis,
+    or the best live one scored at |Y| = L when none finished."""
+    batch_size = ops.shape(fin_scores)[0]
     any_finished = ops.any(fin_flags, axis=1)  # [B]
-    alive_best = ops.reshape(sequences, (batch_size, k, length))[:, 0]  # [B, L + 1]
+    alive_best = ops.reshape(sequences, (batch_size, k, -1))[:, 0]  # [B, L + 1]
     tokens = ops.where(any_finished[:, None], fin_seq[:, 0], alive_best)[:, 1:]  # [B, L]
     alive_score = score(alive_log_probs[:, 0], max_length)
     scores = ops.where(any_finished, fin_scores[:, 0], alive_score)  # [B]
     return tokens, scores
+
+
+def _trace_buffers(batch_size, max_length, k):
+    """`beam_search_trace`'s buffers, zeros: `parent`, `token` (int32),
+    `log_prob`, `score` (float32), `alive_slot` (int32), `finished` (bool),
+    each `[B, L, 2K]`, and `steps` `[B]` int32."""
+    shape = (batch_size, max_length, 2 * k)
+    return (ops.zeros(shape, "int32"), ops.zeros(shape, "int32"), ops.zeros(shape, "float32"),
+            ops.zeros(shape, "float32"), ops.zeros(shape, "int32"), ops.zeros(shape, "bool"),
+            ops.zeros((batch_size,), "int32"))
+
+
+def _record(buffers, i, done, top_beam, top_token, top_log_probs, top_scores, alive_pos,
+            fin_pos):
+    """`buffers` with step i's 2K candidates written in row i. `alive_pos`
+    `[B, K]`: the candidate each live beam is; `fin_pos` `[B, K]`: the
+    finished set's entries in [old K finished, 2K candidates]; `done` `[B]`:
+    which sentences had stopped before this step (their steps do not count)."""
+    parent, token, log_prob, score, alive_slot, finished, steps = buffers
+    k = alive_pos.shape[1]
+    candidate = ops.arange(2 * k, dtype="int32")  # [2K]
+    # [B, K, 2K]: live beam j is candidate c; finished entry j is candidate c.
+    is_alive = ops.equal(ops.cast(alive_pos, "int32")[:, :, None], candidate[None, None, :])
+    enters = ops.equal(ops.cast(fin_pos, "int32")[:, :, None], candidate[None, None, :] + k)
+    slot = ops.where(ops.any(is_alive, axis=1),
+                     ops.cast(ops.argmax(ops.cast(is_alive, "int32"), axis=1), "int32"), -1)
+
+    def write(buffer, row):  # row [B, 2K] -> buffer[:, i, :]
+        return update_slice(buffer, (0, i, 0), ops.cast(row, buffer.dtype)[:, None, :])
+
+    return (write(parent, top_beam), write(token, top_token), write(log_prob, top_log_probs),
+            write(score, top_scores), write(alive_slot, slot),
+            write(finished, ops.any(enters, axis=1)),
+            steps + ops.cast(ops.logical_not(done), "int32"))
 
 
 def _n_best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, n, max_length,

@@ -5,6 +5,12 @@ Standard library only (`http.server`): `GET /` (the page), `GET /static/<file>`
 else), `GET /api/info`, `POST /api/translate` (see `analysis.analyze`) and
 `POST /api/alternatives` (what else the model could have said at each
 position of a translation: `analysis.next_tokens`).
+`GET /api/checkpoints` and `POST /api/checkpoint_attention`: a training
+run's checkpoints and one checkpoint's attention (`checkpoint_view`).
+`POST /api/beam_tree`: the beam search of one sentence as a tree of kept,
+finished and pruned hypotheses (`beam_view.beam_tree_answer`).
+`POST /api/attributions`: raw attention, attention rollout and input ×
+gradient of one pair (`attribution_view.attributions_answer`).
 Bad requests get a 4xx answer `{"error": "..."}` that names the problem; the
 server keeps serving. Requests are handled in threads; the model runs one
 request at a time (each already uses every CPU core). A client that stays
@@ -29,6 +35,12 @@ from keras_attention.playground.analysis import (
     analyze,
     model_info,
     next_tokens,
+)
+from keras_attention.playground.attribution_view import attributions_answer
+from keras_attention.playground.beam_view import beam_tree_answer
+from keras_attention.playground.checkpoint_view import (
+    CheckpointTranslators,
+    checkpoint_attention,
 )
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
@@ -76,8 +88,23 @@ _ENDPOINTS = {
         {"text": "the source sentence", "target_ids": "the translation (an /api/translate "
          "answer's `target_ids`) whose positions to explain"},
         f'{{"text": "{EXAMPLE}", "target_ids": [5, 9, 3], "temperature": 2}}'),
+    "/api/checkpoint_attention": (
+        {"text", "step", "target"},
+        {"text": "the source sentence", "step": "the training step of one of the run's "
+         "checkpoints (GET /api/checkpoints)"},
+        f'{{"text": "{EXAMPLE}", "step": 400, "target": "El libro rojo está sobre la mesa."}}'),
+    "/api/attributions": (
+        {"text", "target"},
+        {"text": "the source sentence"},
+        f'{{"text": "{EXAMPLE}", "target": "El libro rojo está sobre la mesa."}}'),
+    "/api/beam_tree": (
+        {"text", "beam_size"}, {"text": "the sentence whose beam search to show"},
+        f'{{"text": "{EXAMPLE}", "beam_size": 4}}'),
 }
-_ENDPOINT_LIST = "GET /api/info, POST /api/translate and POST /api/alternatives"
+_POST_LIST = ", ".join(list(_ENDPOINTS)[:-1]) + " or " + list(_ENDPOINTS)[-1]
+_ENDPOINT_LIST = ("GET /api/info, GET /api/checkpoints, "
+                  + ", ".join(f"POST {path}" for path in list(_ENDPOINTS)[:-1])
+                  + f" and POST {list(_ENDPOINTS)[-1]}")
 
 
 class RequestError(Exception):
@@ -108,6 +135,9 @@ class PlaygroundServer:
             slowly it trickles it (a 408 when its body is late; the
             connection is closed).
         name: what the page calls the model (e.g. the run's folder name).
+        checkpoints: the training run's checkpoints the page's "attention
+            during training" slider offers: None (none), a run directory,
+            or `keras_attention.translation.run_checkpoints(run_dir)`.
 
     Example:
 
@@ -120,8 +150,9 @@ class PlaygroundServer:
 
     def __init__(self, translator, host="127.0.0.1", port=8000, example=None, log=None,
                  timeout=CONNECTION_TIMEOUT, deadline=REQUEST_DEADLINE, name=None,
-                 examples=None):
+                 examples=None, checkpoints=None):
         self.translator = translator
+        self.checkpoints = CheckpointTranslators(translator, checkpoints)
         if examples is None:
             examples = EXAMPLES.get(source_language(translator), EXAMPLES["en"])
         examples = [str(e) for e in examples]
@@ -133,6 +164,7 @@ class PlaygroundServer:
                                       translator.target_tokenizer.vocabulary_size - 1),
                      "example": example or (examples[0] if examples else EXAMPLE),
                      "examples": examples}
+        self.info["checkpoints"] = len(self.checkpoints)  # the training slider's steps
         self.log = log
         self._model_lock = threading.Lock()
         # The files the server may send: a fixed list, so no request path
@@ -252,8 +284,28 @@ class PlaygroundServer:
         return self._run(next_tokens, request["text"], request["target_ids"],
                          request.get("top_k"), request.get("temperature"))
 
+    def checkpoint_attention(self, request):
+        """The `/api/checkpoint_attention` answer for a decoded JSON request."""
+        self._check_fields("/api/checkpoint_attention", request)
+        # The model lock as every request, but the checkpoint's translator, not the served one.
+        return self._run(lambda _, *args: checkpoint_attention(self.checkpoints, *args),
+                         request["text"], request["step"], request.get("target"),
+                         self.info["model"]["name"])
+
+    def beam_tree(self, request):
+        """The `/api/beam_tree` answer for a decoded JSON request."""
+        self._check_fields("/api/beam_tree", request)
+        return self._run(beam_tree_answer, request["text"], request.get("beam_size"))
+
     def answer(self, path, request):
         """The answer of the POST endpoint at `path` (a key of `_ENDPOINTS`)."""
+        if path == "/api/beam_tree":
+            return self.beam_tree(request)
+        if path == "/api/checkpoint_attention":
+            return self.checkpoint_attention(request)
+        if path == "/api/attributions":
+            self._check_fields(path, request)
+            return self._run(attributions_answer, request["text"], request.get("target"))
         return self.translate(request) if path == "/api/translate" else self.alternatives(request)
 
     def _check_fields(self, path, request):
@@ -355,6 +407,8 @@ def _handler(playground):
             try:
                 if path == "/api/info":
                     self._send_json(200, playground.info)
+                elif path == "/api/checkpoints":
+                    self._send_json(200, playground.checkpoints.listing())
                 elif path in _ENDPOINTS:
                     raise RequestError(405, f"GET is not supported by {path}: POST a JSON body "
                                        'such as {"text": "..."}.')
@@ -374,8 +428,7 @@ def _handler(playground):
                 if path not in _ENDPOINTS:
                     self._discard_body()  # keep the connection's next request readable
                     raise RequestError(404 if path.startswith("/api/") else 405,
-                                       "POST goes to /api/translate or /api/alternatives, "
-                                       f"not {path!r}.")
+                                       f"POST goes to {_POST_LIST}, not {path!r}.")
                 request = self._read_json()
                 self._request_read()
                 answer = playground.answer(path, request)
@@ -398,9 +451,8 @@ def _handler(playground):
 
         def _refuse(self):
             self._discard_body()
-            self._send_json(405, {"error": f"{self.command} is not supported: GET the page "
-                                           "or /api/info, POST /api/translate or "
-                                           "/api/alternatives."})
+            self._send_json(405, {"error": f"{self.command} is not supported: GET the page, "
+                                           f"or {_ENDPOINT_LIST}."})
 
         def _discard_body(self):
             length = self.headers.get("Content-Length")

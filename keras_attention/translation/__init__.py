@@ -7,12 +7,25 @@ methods), `searching` (the search on strings: `translate`, `SearchResult`,
 `AttentionDetails`), `forcing` (forced decoding: `score`, `alternatives`,
 target prefixes), `presets` (loading and saving), `fine_tuning`
 (`compile`, `preprocess`, `fit` on strings), `exports` (the SavedModel,
-CTranslate2 and keras-hub's task).
+CTranslate2 and keras-hub's task), `checkpoints` (a run's checkpoints, each
+as a translator: `run_checkpoints`, `translator_at`, `load_checkpoint`),
+`beam_tree` (the beam search of one sentence as a tree: `BeamTree`),
+`attribution` (which source words mattered: raw attention, rollout and
+input × gradient, `Attribution`).
 """
 
+from keras_attention.translation.attribution import Attribution
+from keras_attention.translation.beam_tree import BeamCandidate, BeamTree
+from keras_attention.translation.checkpoints import (
+    Checkpoint,
+    load_checkpoint,
+    run_checkpoints,
+    translator_at,
+)
 from keras_attention.translation.forcing import Alternative, TargetScore
 from keras_attention.translation.searching import AttentionDetails, SearchResult, translate
 from keras_attention.translation.translator import Translator
 
 __all__ = ["Alternative", "AttentionDetails", "SearchResult", "TargetScore", "Translator",
-           "translate"]
+           "translate", "Checkpoint", "load_checkpoint", "run_checkpoints", "translator_at",
+           "BeamCandidate", "BeamTree", "Attribution"]

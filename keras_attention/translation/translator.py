@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention._constants import PAD_ID
+from keras_attention._deprecation import translate_positional
 from keras_attention._validation import check_bool
 from keras_attention.data.tokenizers import END_ID, START_ID
 from keras_attention.decoding import (
@@ -179,7 +180,8 @@ class Translator:
         ([['Yo como.', 'Como.']], [[-0.09, -1.2]])
         """
         if args:
-            overrides, batch_size, verbose = _positional(args, overrides, batch_size, verbose)
+            overrides, batch_size, verbose = translate_positional(args, overrides, batch_size,
+                                                                   verbose)
         translations, scores, _ = self._search(texts, batch_size, verbose, num_return_sequences,
                                                overrides, target_prefix)
         return (translations, scores) if return_scores else translations
@@ -380,12 +382,24 @@ class Translator:
         """
         return alignment.align(self, _as_sentences(sources), targets, layer, heads, position)
 
+    def beam_tree(self, source, beam_size=None):
+        """The beam search of `source` (a str) as a `beam_tree.BeamTree`: each
+        step's candidates, kept, finished or pruned, and `search`'s translation."""
+        from keras_attention.translation.beam_tree import beam_tree
+
+        return beam_tree(self, source, beam_size)
+
+    def attributions(self, source, target=None):
+        """Which source tokens mattered for each target token of `source`
+        (a str) and `target` (a str or ids, checked as `score`'s; None: the
+        own translation): raw attention, rollout, input × gradient
+        (`attribution.attributions`). They can disagree; none is the truth."""
+        from keras_attention.translation import attribution
+
+        return attribution.attributions(self, source, target)
+
     def with_weights(self, checkpoint):
-        """This translator (the same tokenizers and settings) with the weights
-        of a training checkpoint, on a copy of the model: `checkpoint` is a
-        `*.weights.h5` path or a `checkpoints.Checkpoint` of
-        `checkpoints.run_checkpoints(run_dir)`. `self` is not touched
-        (`checkpoints.translator_at`)."""
+        """A copy with a run's checkpoint's weights (`checkpoints.translator_at`)."""
         from keras_attention.translation.checkpoints import translator_at
 
         return translator_at(self, checkpoint)
@@ -571,28 +585,3 @@ class Translator:
                 f"{self.target_tokenizer.vocabulary_size} tokens, beam_size={self.beam_size}, "
                 f"length_penalty={self.length_penalty}>")
 
-
-# What `translate` took by position before its decoding settings became
-# keyword overrides (as `search`'s): still accepted, with a DeprecationWarning.
-_POSITIONAL = ("beam_size", "length_penalty", "batch_size", "verbose")
-
-
-def _positional(args, overrides, batch_size, verbose):
-    """`(overrides, batch_size, verbose)` of `translate(texts, *args, ...)`
-    as `translate(texts, beam_size, length_penalty, batch_size, verbose)`
-    read them (None: the translator's setting)."""
-    if len(args) > len(_POSITIONAL):
-        raise TypeError(f"Translator.translate takes `texts` and keyword arguments; received "
-                        f"{1 + len(args)} positional arguments.")
-    given = dict(zip(_POSITIONAL, args))
-    warnings.warn(f"Passing {', '.join(given)} to Translator.translate by position is "
-                  "deprecated; pass them by keyword: translate(texts, "
-                  f"{', '.join(f'{name}=...' for name in given)}).", DeprecationWarning,
-                  stacklevel=3)
-    overrides = dict(overrides)
-    for name in _POSITIONAL[:2]:
-        if given.get(name) is not None:
-            if name in overrides:
-                raise TypeError(f"Translator.translate got two values for `{name}`.")
-            overrides[name] = given[name]
-    return overrides, given.get("batch_size", batch_size), given.get("verbose", verbose)

@@ -8,7 +8,9 @@ the page's address. The page shows the n-best translations with their
 scores, the subword tokens and each target token's probability, a head view
 and a model view of encoder self-, decoder self- and cross-attention, how
 one weight was computed (q·k, 1/sqrt(d_k), mask, softmax, weighted values),
-and a softmax sandbox. Everything is served from this machine (no network).
+a softmax sandbox and, for a run that kept checkpoints, a slider over its
+training steps with each checkpoint's attention. Everything is served from
+this machine (no network).
 
 Examples:
   python recipes/translation/playground.py --workdir runs/translation
@@ -83,6 +85,7 @@ def main(argv=None):
     import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
     from keras_attention import Translator
     from keras_attention.playground import MAX_BEAM_SIZE, PlaygroundServer
+    from keras_attention.translation import run_checkpoints
 
     if args.beam_size is not None and args.beam_size > MAX_BEAM_SIZE:
         parser.error(f"argument --beam-size: at most {MAX_BEAM_SIZE}; received {args.beam_size}")
@@ -96,14 +99,22 @@ def main(argv=None):
         translator = translator.with_settings(**overrides)
     except (ValueError, OSError) as e:
         parser.exit(2, f"error: {e} {TRAIN_HINT}\n")
+    # The run's checkpoints, for the page's "attention during training" slider
+    # (a run directory keeps them; a shipped preset's folder usually not).
+    folder = args.workdir or (Translator.presets[args.preset].get("path") or "")
+    checkpoints = run_checkpoints(folder) if folder else []
     try:
         server = PlaygroundServer(translator, args.host, args.port,
                                   name=args.preset or run_name(args.workdir),
+                                  checkpoints=checkpoints,
                                   log=None if args.quiet else lambda line: print(line, flush=True))
     except OSError as e:
         parser.exit(2, f"error: cannot listen on {args.host}:{args.port}: {e.strerror or e}. "
                     "Pick another --port (0: any free one).\n")
     print(f"Playground for {translator!r}; warming up ...", flush=True)
+    if checkpoints:
+        print(f"Attention during training: {len(checkpoints)} checkpoints (steps "
+              f"{', '.join(str(c.step) for c in checkpoints)}).", flush=True)
     with quiet_first_run():
         server.warm_up()
     for line in server.banner():  # where to open it; a warning when the network can reach it

@@ -26,7 +26,12 @@ from keras_attention.playground import (
     analyze,
     attention_html,
 )
-from keras_attention.playground.server import EXAMPLES, source_language
+from keras_attention.playground.server import (
+    _ENDPOINT_LIST,
+    EXAMPLES,
+    STATIC_DIR,
+    source_language,
+)
 from tests.helpers import SENTENCES, run_main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -475,8 +480,11 @@ def test_only_its_own_files_and_endpoints(playground_url, method, path, status):
     assert "error" in json.loads(body)
     assert b"import" not in body and b"root:" not in body
     if path == "/api/nothing":  # the answer names every endpoint
-        assert json.loads(body)["error"].endswith(
-            "there are GET /api/info, POST /api/translate and POST /api/alternatives.")
+        error = json.loads(body)["error"]
+        assert error.endswith(f"there are {_ENDPOINT_LIST}.")
+        assert all(name in error for name in ("/api/info", "/api/translate", "/api/alternatives",
+                                              "/api/beam_tree", "/api/attributions",
+                                              "/api/checkpoints", "/api/checkpoint_attention"))
 
 
 def _raw(url, data, shut_write=False, timeout=20):
@@ -682,7 +690,9 @@ def test_the_page_and_its_assets(playground_url):
     references = re.findall(r'(?:src|href)="([^"]+)"', page.decode())
     assert not [a for a in references if "//" in a]  # nothing from another server
     assets = [a for a in references if not a.startswith(("data:", "#"))]
-    assert sorted(assets) == ["static/playground.css", "static/playground.js"]
+    assert sorted(assets) == ["static/attribution.js", "static/beam_tree.js",
+                              "static/checkpoints.js", "static/playground.css",
+                              "static/playground.js"]
     for asset in assets:
         status, headers, _ = request(playground_url, "GET", "/" + asset)
         assert status == 200 and headers["X-Content-Type-Options"] == "nosniff"
@@ -716,7 +726,11 @@ def test_self_contained_html(playground_translator):
     expected = analyze(playground_translator, text, beam_size=2)
     answer.pop("milliseconds"), expected.pop("milliseconds")
     assert answer == expected
-    assert page.count("</script>") == 2 and "<script>alert" not in page
+    # The data and the page's scripts (playground.js and one per view), all inlined.
+    scripts = re.findall(r'<script src="static/[^"]+"></script>',
+                         open(os.path.join(STATIC_DIR, "index.html"), encoding="utf-8").read())
+    assert len(scripts) == 4 and "<script src=" not in page
+    assert page.count("</script>") == 1 + len(scripts) and "<script>alert" not in page
 
 
 def test_playground_command(tiny_run, tmp_path, capsys):

@@ -7,15 +7,14 @@ on PATH and skip with the command that installs them otherwise; Selenium
 Manager never runs (the driver's path is given), so nothing is downloaded.
 """
 
-import json
 import math
 import os
 import shutil
 import time
-import urllib.error
-import urllib.request
 
 import pytest
+
+from tests.helpers import api_call
 
 pytestmark = pytest.mark.browser
 
@@ -71,16 +70,7 @@ def driver():
 # -- helpers -----------------------------------------------------------------------------------
 
 
-def _api(base_url, path, body=None):
-    """`(status, json)` of one API call, made from Python, independent of the page."""
-    data = None if body is None else json.dumps(body).encode("utf-8")
-    request = urllib.request.Request(base_url + path, data=data,
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-            return response.status, json.loads(response.read().decode("utf-8"))
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read().decode("utf-8"))
+_api = api_call  # what the view tests import from here
 
 
 def _wait(driver, condition, message, timeout=TIMEOUT):

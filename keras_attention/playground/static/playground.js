@@ -193,8 +193,10 @@
   }
 
   function averageMatrix(A, layer) {
-    var heads = A.weights[layer] || [];
-    var Q = queryTokens(A).length, K = keyTokens(A).length;
+    return meanOverHeads(A.weights[layer] || [], queryTokens(A).length, keyTokens(A).length);
+  }
+
+  function meanOverHeads(heads, Q, K) {  // [N][Q][K] -> [Q][K]
     var out = [];
     for (var i = 0; i < Q; i++) {
       var row = [];
@@ -1481,7 +1483,11 @@
   // {"error": ...} into an Error, the status line and the DOM helpers.
   window.playground = { state: state, translate: translate, render: renderViews,
                         alternatives: openAlternatives, refreshSteps: refreshSteps,
-                        fetchJson: fetchJson, setStatus: setStatus, h: h, svg: svg, clear: clear };
+                        fetchJson: fetchJson, setStatus: setStatus, h: h, svg: svg, clear: clear,
+                        isNum: isNum, meanOverHeads: meanOverHeads,
+                        sequentialColor: function (t) {  // t in [0, 1] -> white .. dark blue
+                          return "rgb(" + sequentialRgb(t).join(",") + ")";
+                        } };
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -1,0 +1,112 @@
+"""The "Which source words mattered?" view in a real browser: three heatmaps
+of the translation the page shows, each cell the API's number (and the
+library's: `Translator.attributions`), the agreements, and the one sentence
+that says the methods can disagree."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.playground.test_browser import (  # noqa: F401 (driver is a fixture)
+    SENTENCE,
+    TIMEOUT,
+    _api,
+    _count,
+    _full_page_screenshot,
+    _scroll_to,
+    _severe_console_errors,
+    _submit,
+    _wait,
+    _wait_for_response,
+    driver,
+)
+
+pytestmark = pytest.mark.browser
+
+TARGET = "el libro rojo está en la mesa ."
+OTHER_TARGET = "el libro ."
+METHODS = {"attention": "Raw attention (last layer, heads averaged)",
+           "rollout": "Attention rollout", "input_x_gradient": "Input × gradient"}
+
+
+def _shown(chrome):
+    """`{method: [T, S] values}` of the cells the page draws."""
+    cells = chrome.execute_script(
+        "return Array.from(document.querySelectorAll('#attribution-maps td.attribution-cell'))"
+        ".map(c => [c.getAttribute('data-method'), Number(c.getAttribute('data-row')),"
+        " Number(c.getAttribute('data-col')), Number(c.getAttribute('data-value'))]);")
+    shown = {}
+    for method in {m for m, _, _, _ in cells}:
+        mine = [(i, j, v) for m, i, j, v in cells if m == method]
+        matrix = np.full((1 + max(i for i, _, _ in mine), 1 + max(j for _, j, _ in mine)), np.nan)
+        for i, j, value in mine:
+            matrix[i, j] = value
+        shown[method] = matrix
+    return shown
+
+
+def _wait_for_maps(chrome, rows):
+    _wait(chrome, lambda d: d.execute_script(
+        "const maps = document.getElementById('attribution-maps');"
+        "return maps.getAttribute('data-source') === arguments[0]"
+        " && maps.querySelectorAll('td.attribution-cell[data-method=attention]').length"
+        " === arguments[1];", SENTENCE, rows),
+        f"the attribution view never showed {rows} rows for {SENTENCE!r}")
+
+
+def test_attribution_view(driver, playground_url, playground_translator, tmp_path):  # noqa: F811
+    driver.get(playground_url)
+    _wait(driver, lambda d: _count(d, "#head-view line") > 0, "the page never drew the example")
+    _submit(driver, SENTENCE, beam_size=1, target=TARGET)
+    _wait_for_response(driver, SENTENCE, "forced")
+    page = driver.execute_script("return window.playground.state.data;")
+    status, answer = _api(playground_url, "api/attributions",
+                          {"text": SENTENCE, "target": page["target_ids"]})
+    assert status == 200 and answer["target_tokens"] == page["target_tokens"]
+    rows, cols = len(answer["target_tokens"]), len(answer["source_tokens"])
+    _wait_for_maps(driver, rows * cols)
+
+    section = driver.find_element("id", "attribution-section")
+    assert driver.find_element("id", "attribution-title").text == "Which source words mattered?"
+    sentence = driver.find_element("id", "attribution-sentence").text
+    assert "can disagree" in sentence and "none of them is the ground truth" in sentence
+    titles = [f.find_element("css selector", "figcaption strong").text
+              for f in driver.find_elements("css selector", "#attribution-maps figure")]
+    assert titles == list(METHODS.values())
+    # Every cell is the API's number, and the library's.
+    expected = playground_translator.attributions(SENTENCE, TARGET)
+    shown = _shown(driver)
+    assert sorted(shown) == sorted(METHODS)
+    for method in METHODS:
+        assert shown[method].shape == (rows, cols)
+        np.testing.assert_array_equal(shown[method], np.array(answer[method]))
+        np.testing.assert_allclose(shown[method], getattr(expected, method), rtol=1e-4,
+                                   atol=1e-7)
+    labels = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#attribution-maps figure:first-child "
+        "th.col-label')).map(t => t.textContent);")
+    assert labels == answer["source_tokens"]
+    for method in ("rollout", "input_x_gradient"):
+        agreement = driver.find_element(
+            "css selector", f".attribution-agreement[data-method={method}]").text
+        assert f"{round(answer['agreement'][method] * 100)}% of the rows" in agreement
+
+    _scroll_to(driver, section)
+    path = tmp_path / "playground_attribution.png"
+    section.screenshot(str(path))
+    if os.environ.get("PLAYGROUND_SCREENSHOT_DIR"):
+        shutil.copy(path, os.path.join(os.environ["PLAYGROUND_SCREENSHOT_DIR"], path.name))
+
+    # It follows the translation shown (another one of the user's: the tiny
+    # model's own is 32 tokens of "." and slow to explain).
+    _submit(driver, SENTENCE, beam_size=1, target=OTHER_TARGET)
+    _wait_for_response(driver, SENTENCE, "forced")
+    page = driver.execute_script("return window.playground.state.data;")
+    _wait_for_maps(driver, len(page["target_tokens"]) * cols)
+    assert driver.execute_script(
+        "return Array.from(document.querySelectorAll('#attribution-maps figure:first-child "
+        "th.row-label')).map(t => t.textContent);") == page["target_tokens"]
+    _full_page_screenshot(driver, tmp_path / "playground_attribution_page.png")
+    assert _severe_console_errors(driver) == []
