@@ -103,8 +103,8 @@ def checkpoint_views(driver, run, out):
                 "const s = document.querySelector('#checkpoints-section input[type=range]');"
                 "s.value = String(arguments[0]);"
                 "s.dispatchEvent(new Event('input', {bubbles: true}));", index)
-            _wait(driver, "const m = document.querySelector('#checkpoints-section "
-                          "[data-step]'); return m && m.getAttribute('data-step') === "
+            _wait(driver, "const m = document.getElementById('checkpoint-heatmap');"
+                          "return m && m.getAttribute('data-step') === "
                           "String(arguments[0]) && document.querySelectorAll("
                           "'#checkpoints-section td[data-row]').length > 0",
                   f"step {steps[index]}", steps[index])
