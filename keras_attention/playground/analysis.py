@@ -189,7 +189,8 @@ def analyze(translator, text, beam_size=None, target=None, target_prefix=None, t
         "target_prefix": prefix,
         "top_k": top_k,
         "temperature": temperature,
-        "steps": _steps(translator, details.source_ids, details.target_ids, top_k, temperature),
+        "steps": _steps(translator, details.source_ids, details.target_ids, top_k, temperature,
+                        details.next_log_probs),
         **reliability(details.source_tokens, details.log_probs),
         "model": model_info(translator.model),
         "scale": _round(details.attention["encoder_self"][0]["scale"]),
@@ -233,7 +234,7 @@ def next_tokens(translator, text, target_ids, top_k=None, temperature=None):
     }
 
 
-def _steps(translator, source_ids, target_ids, top_k, temperature):
+def _steps(translator, source_ids, target_ids, top_k, temperature, log_probs=None):
     """Position by position, the distribution each target token was picked
     from: at position t, P(· | source, target_ids[:t]) at `temperature`,
     softmax(logits / T) over the whole vocabulary but padding (T only
@@ -246,8 +247,12 @@ def _steps(translator, source_ids, target_ids, top_k, temperature):
     each t, what `Translator.alternatives(source, target_ids[:t], top_k, T)`
     says, from one pass for every position. An empty source has one
     alternative at every position: `[END]`, certain (empty in, empty out).
+    `log_probs`: those `[T, V]` log-probabilities when the caller has them
+    (`AttentionDetails.next_log_probs`, of a non-empty source), else one
+    teacher-forced pass computes them.
     """
-    log_probs = _next_token_log_probs(translator, source_ids, target_ids)  # [T, V]
+    if log_probs is None or _is_empty(source_ids):
+        log_probs = _next_token_log_probs(translator, source_ids, target_ids)  # [T, V]
     scaled = log_probs / temperature
     peak = scaled.max(axis=-1, keepdims=True)
     probabilities = np.exp(scaled - (peak + np.log(np.exp(scaled - peak).sum(-1, keepdims=True))))
@@ -282,9 +287,8 @@ def _next_token_log_probs(translator, source_ids, target_ids):
     searches and `Translator.score`. An empty source (`[END]` alone): `[END]`
     certain everywhere, as the searches end it (`Translator.alternatives`).
 
-    (`Translator.attention_details` computes the same logits in the pass the
-    attention comes from but does not return them; hence this second, cheap
-    pass.)"""
+    (`analyze` takes them from `Translator.attention_details`' pass;
+    `next_tokens` has no such pass, and runs this cheaper one.)"""
     if _is_empty(source_ids):
         log_probs = np.full((len(target_ids), translator.target_tokenizer.vocabulary_size),
                             -np.inf)

@@ -272,7 +272,11 @@ class AttentionDetails:
             details (`query`, `key`, `value`, `dot_products`, `scale`,
             `mask`, `weights` `[1, N, T, S]`, `outputs`).
         log_probs: `[T]` float64 log P(target_t | source, target_<t).
-        score: sum(log_probs) / ((5 + T) / 6)^alpha, the translator's score.
+        score: sum(log_probs) / lp(T), the translator's score (its length
+            penalty and form).
+        next_log_probs: `[T, V]` float64 log P(v | source, target_<t) of
+            every token v at every position (padding: -inf), from the same
+            pass: the distribution each target token was picked from.
     """
 
     source_ids: list
@@ -284,3 +288,4 @@ class AttentionDetails:
     attention: dict
     log_probs: np.ndarray
     score: float
+    next_log_probs: np.ndarray

@@ -315,8 +315,8 @@ class Translator:
         logits = logits.astype(np.float64)  # [T, V]
         logits[:, PAD_ID] = -np.inf  # as the searches and `score`: padding is never a token
         peak = logits.max(axis=-1, keepdims=True)
-        log_probs = logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
-        log_probs = log_probs[np.arange(len(target_ids)), target_ids]  # [T]
+        table = logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
+        log_probs = table[np.arange(len(target_ids)), target_ids]  # [T]
         score = float(log_probs.sum() / length_penalty(len(target_ids), self.length_penalty,
                                                        self.length_penalty_form))
         return AttentionDetails(
@@ -324,7 +324,7 @@ class Translator:
             target_ids=target_ids, target_tokens=self._tokens(self.target_tokenizer, target_ids),
             input_ids=input_ids, input_tokens=self._tokens(self.target_tokenizer, input_ids),
             attention={kind: details[kind] for kind in ("encoder_self", "decoder_self", "cross")},
-            log_probs=log_probs, score=score)
+            log_probs=log_probs, score=score, next_log_probs=table)
 
     def attention(self, text, target=None):
         """Every attention map of the model on one sentence pair, without
