@@ -2,12 +2,16 @@
 own trained translator and see its translation and every head's attention
 (`python recipes/translation/playground.py --workdir runs/translation`).
 
-- `analyze(translator, text, beam_size=None, target=None)`: everything the
-  page shows for one sentence, as a JSON-ready dict (the API's answer);
+- `analyze(translator, text, beam_size=None, target=None, target_prefix=None,
+  top_k=None, temperature=None)`: everything the page shows for one
+  sentence, as a JSON-ready dict (the API's answer); the views in their own
+  files have their own answers (`beam_view`, `attribution_view`,
+  `checkpoint_view`), each from one `Translator` method;
 - `attention_html(translator, text, ...)`: the same views as one
   self-contained HTML page (works offline; `IPython.display.HTML` in a
   notebook);
-- `PlaygroundServer(translator, host, port)`: the local web server.
+- `PlaygroundServer(translator, host, port, checkpoints=None)`: the local
+  web server (with a run's checkpoints, the attention-during-training view).
 """
 
 from keras_attention.playground.analysis import (
