@@ -316,7 +316,7 @@ def _best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, k, max_len
     or the best live one scored at |Y| = L when none finished."""
     batch_size = ops.shape(fin_scores)[0]
     any_finished = ops.any(fin_flags, axis=1)  # [B]
-    alive_best = ops.reshape(sequences, (batch_size, k, -1))[:, 0]  # [B, L + 1]
+    alive_best = ops.reshape(sequences, (batch_size, k, sequences.shape[1]))[:, 0]  # [B, L + 1]
     tokens = ops.where(any_finished[:, None], fin_seq[:, 0], alive_best)[:, 1:]  # [B, L]
     alive_score = score(alive_log_probs[:, 0], max_length)
     scores = ops.where(any_finished, fin_scores[:, 0], alive_score)  # [B]
@@ -364,7 +364,7 @@ def _n_best(sequences, alive_log_probs, fin_seq, fin_scores, fin_flags, n, max_l
     log-probability, scored at |Y| = L (`score(log_probs, length)`), as the
     1-best rule ranks them."""
     batch_size, k = ops.shape(fin_scores)[0], fin_scores.shape[1]
-    alive_seq = ops.reshape(sequences, (batch_size, k, -1))  # [B, K, L + 1]
+    alive_seq = ops.reshape(sequences, (batch_size, k, sequences.shape[1]))  # [B, K, L + 1]
     alive_scores = score(alive_log_probs, max_length)  # [B, K]
     finished = ops.sum(ops.cast(fin_flags, "int32"), axis=1, keepdims=True)  # [B, 1]
     slot = ops.arange(n, dtype="int32")[None, :]  # [1, n]
