@@ -56,11 +56,7 @@
     setNote("Computing the attributions…", "busy");
     var body = { text: sentence.text };
     if (sentence.target && sentence.target.length) body.target = sentence.target;
-    pg().fetchJson("api/attributions", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    }).then(function (answer) {
+    pg().postJson("api/attributions", body).then(function (answer) {
       if (id !== view.requestId) return;  // a newer translation is on its way
       render(answer);
       setNote("");

@@ -71,9 +71,7 @@
     view.key = key;
     var id = ++view.requestId;
     setNote("Running the beam search step by step\u2026", "busy");
-    pg().fetchJson("api/beam_tree", {
-      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
-    }).then(function (tree) {
+    pg().postJson("api/beam_tree", body).then(function (tree) {
       if (id !== view.requestId) return;  // a newer sentence was asked for
       render(tree, data.mode === "prefix");
     }, function (error) {

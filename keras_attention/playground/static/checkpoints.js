@@ -138,11 +138,7 @@
     setNote("Loading step " + checkpoint.step + "…", "busy");
     var body = { text: sentence.text, step: checkpoint.step };
     if (sentence.target) body.target = sentence.target;
-    pg().fetchJson("api/checkpoint_attention", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(body),
-    }).then(function (answer) {
+    pg().postJson("api/checkpoint_attention", body).then(function (answer) {
       if (id !== view.requestId) return;  // the slider moved on meanwhile
       render(answer);
       setNote("");

@@ -605,11 +605,7 @@
     }
     var id = ++state.stepsRequestId;
     var request = stepOptions({ text: data.source, target_ids: data.target_ids });
-    return fetchJson("api/alternatives", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(request),
-    }).then(function (answer) {
+    return postJson("api/alternatives", request).then(function (answer) {
       if (id !== state.stepsRequestId || state.data !== data) return null;  // out of date
       data.steps = answer.steps;
       data.temperature = answer.temperature;
@@ -1309,6 +1305,15 @@
     });
   }
 
+  // A JSON POST to one of the API's endpoints (fetchJson's errors).
+  function postJson(url, body) {
+    return fetchJson(url, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(body),
+    });
+  }
+
   function loadInfo() {
     setStatus("Loading the model…", "busy");
     return fetchJson("api/info").then(function (info) {
@@ -1379,11 +1384,7 @@
     var id = ++state.requestId;
     var started = performance.now();
     setStatus(busy, "busy");
-    return fetchJson("api/translate", {
-      method: "POST",
-      headers: { "Content-Type": "application/json" },
-      body: JSON.stringify(request),
-    }).then(function (data) {
+    return postJson("api/translate", request).then(function (data) {
       if (id !== state.requestId) return null;  // a newer request was sent meanwhile
       var roundTrip = performance.now() - started;
       showResponse(data);
@@ -1479,11 +1480,12 @@
     }, function () { /* the status line says why */ });
   }
 
-  // What the views in other files use: the state, the JSON helper that turns a server's
-  // {"error": ...} into an Error, the status line and the DOM helpers.
+  // What the views in other files use: the state, the JSON helpers (a server's {"error": ...}
+  // becomes an Error), the status line and the DOM helpers.
   window.playground = { state: state, translate: translate, render: renderViews,
                         alternatives: openAlternatives, refreshSteps: refreshSteps,
-                        fetchJson: fetchJson, setStatus: setStatus, h: h, svg: svg, clear: clear,
+                        fetchJson: fetchJson, postJson: postJson, setStatus: setStatus,
+                        h: h, svg: svg, clear: clear,
                         isNum: isNum, meanOverHeads: meanOverHeads,
                         sequentialColor: function (t) {  // t in [0, 1] -> white .. dark blue
                           return "rgb(" + sequentialRgb(t).join(",") + ")";
