@@ -7,6 +7,7 @@ which made them (a decontaminated split, float16 weights)."""
 
 import configparser
 import glob
+import json
 import os
 import pathlib
 
@@ -47,7 +48,17 @@ def test_the_presets_are_listed_with_their_metadata():
         assert abs(test["bleu"] - info["test_with_float32_weights"]["bleu"]) <= 0.3
         assert info["parameters"] > 1_000_000 and info["weights"] == "float16"
         assert info["size_mb"] * 1e6 <= MAX_PRESET_BYTES
-        assert os.path.isfile(os.path.join(info["path"], "README.md"))
+        # Scored on the public Tatoeba Challenge test file too, only on its
+        # pairs that share no sentence with the training pairs, beside the
+        # published figure for the same file (`zoo.py public-test`).
+        public = info["public_test"]
+        assert public["test_set"].startswith("Tatoeba Challenge tatoeba-test-v2021-08-07")
+        assert 0 < public["sentences"] <= public["pairs_in_file"] == 16_583
+        assert public["bleu_signature"] == test["bleu_signature"] and 20 < public["bleu"] < 100
+        assert public["published"]["bleu"] > public["bleu"]  # a far larger model
+        with open(os.path.join(info["path"], "README.md"), encoding="utf-8") as f:
+            card = f.read()
+        assert f"| {name} | {public['bleu']} | {public['chrf']} |" in card
     presets[NAMES[0]]["path"] = "changed"  # a copy: the registry is unchanged
     assert Translator.presets[NAMES[0]]["path"] == preset_path(NAMES[0])
 
@@ -136,6 +147,34 @@ def test_the_split_shares_no_sentence_between_splits_on_either_side():
         zoo.check_decontaminated([("Go.", "Ve.")], [], [("Go!", "Ve.")])
 
 
+def test_decontaminate_keeps_a_public_test_sets_sentences_out_of_training(tmp_path):
+    """`zoo.py decontaminate`: the training and validation pairs that share a
+    sentence (either side, case and spaces aside) with another test set
+    (here in the Tatoeba Challenge's four-column layout) are left out; the
+    split's own test pairs stay; the counts are written beside them."""
+    split, output = tmp_path / "split", tmp_path / "clean"
+    split.mkdir()
+    (split / "train.tsv").write_text("Go.\tVe.\nI run.\tCorro.\nHi.\tHola.\nSit.\tSiéntate.\n",
+                                     encoding="utf-8")
+    (split / "validation.tsv").write_text("Stop.\tPara.\nEat.\tCome.\n", encoding="utf-8")
+    (split / "test.tsv").write_text("Hi there.\t¡Hola!\n", encoding="utf-8")
+    public = tmp_path / "test.txt"
+    public.write_text("eng\tspa\tgo.\tVete.\neng\tspa\tHello.\t hola. \n"
+                      "eng\tspa\tEat!\tCome.\n", encoding="utf-8")
+    zoo.main(["decontaminate", str(split), "--against", str(public),
+              "--against-columns", "2", "3", "--output-dir", str(output)])
+    assert zoo.read_tsv_pairs(str(output / "train.tsv")) == [("I run.", "Corro."),
+                                                             ("Sit.", "Siéntate.")]
+    assert zoo.read_tsv_pairs(str(output / "validation.tsv")) == [("Stop.", "Para.")]
+    assert (output / "test.tsv").read_text(encoding="utf-8") == "Hi there.\t¡Hola!\n"
+    report = json.loads((output / "decontamination.json").read_text(encoding="utf-8"))
+    assert report["against_pairs"] == 3
+    assert report["splits"]["train"] == {"pairs": 4, "kept": 2}
+    with pytest.raises(ValueError, match="is the split being decontaminated"):
+        zoo.main(["decontaminate", str(split), "--against", str(public),
+                  "--output-dir", str(split)])
+
+
 def test_float16_weights_halve_the_file_and_load_into_float32(tmp_path):
     from keras_attention.models import Transformer
 
@@ -187,3 +226,25 @@ def test_package_makes_a_preset_with_its_card_from_a_run(tiny_run, tmp_path):
     assert f"({info['size_mb']} MB on disk)" in card and info["test"]["bleu_signature"] in card
     with pytest.raises(FileExistsError, match="--overwrite"):
         zoo.main(argv)
+    # `zoo.py public-test`: the scores on a public test set (only its pairs
+    # that share no sentence with the training pairs) beside a published
+    # figure, in the metadata and the card; a second run replaces them.
+    train_tsv = tmp_path / "train.tsv"
+    train_tsv.write_text("Where is the small cat?\t¿Dónde está el gato?\n", encoding="utf-8")
+    public_argv = ["public-test", str(folder), "--tsv", str(test_tsv), "--train-tsv",
+                   str(train_tsv), "--test-set", "two public sentences", "--published-model",
+                   "a big model", "--published-bleu", "57.2", "--published-chrf", "73.9",
+                   "--published-source", "its leaderboard"]
+    for _ in range(2):
+        zoo.main(public_argv)
+    public = Translator.from_preset(str(folder)).metadata["zoo"]["public_test"]
+    assert public["pairs_in_file"] == 2 and public["sentences"] == 1
+    assert public["published"] == {"model": "a big model", "bleu": 57.2, "chrf": 73.9,
+                                   "source": "its leaderboard"}
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert card.count(zoo.PUBLIC_TEST_HEADING) == 1
+    section = card[card.index(zoo.PUBLIC_TEST_HEADING):card.index("## Limits")]
+    assert f"| tiny_en_es | {public['bleu']} | {public['chrf']} |" in section
+    assert "| a big model (published) | 57.2 | 73.9 |" in section
+    assert "On the 1 of its 2 pairs" in section and "subset" in section
+    assert sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp")) == []

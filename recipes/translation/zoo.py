@@ -7,9 +7,16 @@ around the training recipe:
            training pair (decontaminated: sentences are compared after
            Unicode NFC, case folding and whitespace collapsing), nor a test
            pair with a validation pair;
+  decontaminate
+           a split -> the same without the training and validation pairs
+           that share a sentence with a public test set (the Tatoeba
+           Challenge's), so that the public test set scores fairly;
   package  a run of train.py -> a compact preset folder: the weights stored
-           in float16 (or int8), its metadata (test BLEU/chrF with the
-           sacreBLEU signature, the training command) and a model card.
+           in float16, its metadata (test BLEU/chrF with the
+           sacreBLEU signature, the training command) and a model card;
+  public-test
+           a preset -> its scores on a public test set, beside a published
+           model's, in its metadata and model card.
 
 How the shipped en-es and es-en presets were made (the commands and curves:
 benchmarks/results/*-zoo-*.json):
@@ -127,6 +134,47 @@ def split_command(args):
         write_tsv(os.path.join(args.output_dir, f"{name}.tsv"), split)
     print(f"{len(pairs):,} pairs -> train {len(train):,}, validation {len(validation):,}, "
           f"test {len(test):,} (no sentence shared between splits) in {args.output_dir}")
+
+
+# -- decontaminate ---------------------------------------------------------------------
+
+
+def sentence_keys(pairs):
+    """Every sentence of `pairs`, either side, as `sentence_key`s."""
+    return {sentence_key(sentence) for pair in pairs for sentence in pair}
+
+
+def without_shared_sentences(pairs, keys):
+    """The pairs of `pairs` neither of whose sentences is in `keys`."""
+    return [pair for pair in pairs
+            if sentence_key(pair[0]) not in keys and sentence_key(pair[1]) not in keys]
+
+
+def decontaminate_command(args):
+    if os.path.realpath(args.split_dir) == os.path.realpath(args.output_dir):
+        raise ValueError(f"--output-dir {args.output_dir!r} is the split being decontaminated; "
+                         "expected another folder (the split stays as it was).")
+    against = read_tsv_pairs(args.against, tuple(args.against_columns))
+    if not against:
+        raise ValueError(f"{args.against} has no sentence pairs in columns "
+                         f"{args.against_columns}; expected the test set to keep out.")
+    keys = sentence_keys(against)
+    report = {"against": os.path.basename(args.against), "against_pairs": len(against),
+              "splits": {}}
+    os.makedirs(args.output_dir, exist_ok=True)
+    for name in ("train", "validation", "test"):
+        pairs = read_tsv_pairs(os.path.join(args.split_dir, f"{name}.tsv"))
+        # The split's own test pairs already share nothing with its training
+        # pairs; they stay as they are, so its scores stay comparable.
+        kept = pairs if name == "test" else without_shared_sentences(pairs, keys)
+        write_tsv(os.path.join(args.output_dir, f"{name}.tsv"), kept)
+        report["splits"][name] = {"pairs": len(pairs), "kept": len(kept)}
+        print(f"{name}: {len(pairs):,} pairs, " + (
+            "kept as they are" if name == "test" else
+            f"{len(pairs) - len(kept):,} sharing a sentence with {args.against} left out"))
+    with open(os.path.join(args.output_dir, "decontamination.json"), "w",
+              encoding="utf-8") as f:
+        json.dump(report, f, indent=2)
 
 
 # -- package -------------------------------------------------------------------------
@@ -365,6 +413,109 @@ def package_command(args):
     print(json.dumps(zoo, indent=2))
 
 
+# -- public-test -----------------------------------------------------------------------
+
+PUBLIC_TEST_HEADING = "## On a public test set"
+PUBLIC_TEST_SECTION = """\
+{heading}: {test_set}
+
+{scope}, decoded as above ({weights} weights, float32 compute):
+
+| model | BLEU | chrF |
+| --- | --- | --- |
+| {name} | {bleu} | {chrf} |
+| {published_model} (published) | {published_bleu} | {published_chrf} |
+
+BLEU signature: `{bleu_signature}`; chrF: `{chrf_signature}`. {comparison}
+
+"""
+
+
+def public_test_section(name, entry, weights):
+    """The model card's section on the public test set (`entry`: metadata's
+    `zoo.public_test`)."""
+    shared = entry["pairs_in_file"] - entry["sentences"]
+    if shared:
+        scope = (f"On the {entry['sentences']:,} of its {entry['pairs_in_file']:,} pairs that "
+                 "share no sentence (either side) with this preset's training pairs")
+        comparison = (f"The other {shared:,} pairs share a sentence with its training pairs "
+                      "(it was trained before that file was kept out of them), so the figure "
+                      "is on a "
+                      "subset and does not compare directly with the published one on the "
+                      "whole file.")
+    else:
+        scope = (f"On all {entry['pairs_in_file']:,} pairs (no training pair of this preset "
+                 "shares a sentence with them, on either side)")
+        gap = entry["published"]["bleu"] - entry["bleu"]
+        comparison = ("The training pairs were decontaminated against this file "
+                      "(`zoo.py decontaminate`) before training, so the figures compare "
+                      f"directly: {gap:.1f} BLEU below the published model, a much larger "
+                      "one trained on far more data.")
+    published = entry["published"]
+    return PUBLIC_TEST_SECTION.format(
+        heading=PUBLIC_TEST_HEADING, test_set=entry["test_set"], scope=scope, weights=weights,
+        name=name, bleu=entry["bleu"], chrf=entry["chrf"],
+        published_model=published["model"],
+        published_bleu=published["bleu"], published_chrf=published["chrf"],
+        bleu_signature=entry["bleu_signature"], chrf_signature=entry["chrf_signature"],
+        comparison=comparison)
+
+
+def with_section(card, section, heading, before="## Limits"):
+    """`card` with the section that starts at `heading` replaced by `section`
+    (or, when it has none, `section` inserted before `before`)."""
+    start = card.find(heading)
+    if start >= 0:
+        end = card.find("\n## ", start + len(heading))
+        return card[:start] + section + (card[end + 1:] if end >= 0 else "")
+    at = card.find(before)
+    return card[:at] + section + card[at:] if at >= 0 else card.rstrip("\n") + "\n\n" + section
+
+
+def write_text(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def public_test_command(args):
+    from keras_attention.presets import preset_path
+    from keras_attention.translation import Translator
+
+    folder = preset_path(args.preset)
+    metadata_file = os.path.join(folder, "metadata.json")
+    if not os.path.isfile(metadata_file):
+        raise FileNotFoundError(f"{args.preset!r} is not a preset folder (no metadata.json); "
+                                "expected a shipped preset's name or a folder of "
+                                "`zoo.py package`.")
+    pairs = read_tsv_pairs(args.tsv, tuple(args.columns))
+    training = read_tsv_pairs(args.train_tsv, tuple(args.train_columns))
+    clean = without_shared_sentences(pairs, sentence_keys(training))
+    if not clean:
+        raise ValueError(f"every pair of {args.tsv} shares a sentence with {args.train_tsv}; "
+                         "expected test pairs the preset was not trained on.")
+    print(f"Scoring {len(clean):,} of {len(pairs):,} pairs ({len(pairs) - len(clean):,} share "
+          f"a sentence with the training pairs) ...", flush=True)
+    scores = score(Translator.from_preset(folder, dtype="float32"), clean)
+    entry = {**scores, "test_set": args.test_set, "pairs_in_file": len(pairs),
+             "published": {"model": args.published_model, "bleu": args.published_bleu,
+                           "chrf": args.published_chrf, "source": args.published_source}}
+    with open(metadata_file, encoding="utf-8") as f:
+        metadata = json.load(f)
+    zoo = metadata.setdefault("zoo", {})
+    zoo["public_test"] = entry
+    readme = os.path.join(folder, "README.md")
+    with open(readme, encoding="utf-8") as f:
+        card = f.read()
+    card = with_section(card, public_test_section(
+        os.path.basename(os.path.normpath(folder)), entry, zoo.get("weights", "float32")),
+        PUBLIC_TEST_HEADING)
+    write_text(metadata_file, json.dumps(metadata, indent=2))
+    write_text(readme, card)
+    print(json.dumps(entry, indent=2))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="zoo.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -411,6 +562,46 @@ def main(argv=None):
     package.add_argument("--test-set-description", required=True,
                          help="what the test set is, for the metadata")
     package.set_defaults(run=package_command)
+    decontaminate = commands.add_parser(
+        "decontaminate", help="a split without the pairs that share a sentence with a test set",
+        description="Copies a split of `zoo.py split` (train.tsv, validation.tsv, test.tsv) "
+        "without the training and validation pairs that share a sentence, on either side, with "
+        "another test set, such as the Tatoeba Challenge's (Helsinki-NLP/OPUS-MT-testsets' "
+        "tatoeba-test-v2021-08-07.eng and .spa, joined with `paste`), so that a model trained "
+        "on the copy can be scored on that test set. The split's own test pairs stay as they "
+        "are.", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    decontaminate.add_argument("split_dir", metavar="SPLIT", help="a folder of `zoo.py split`")
+    decontaminate.add_argument("--against", required=True, help="the test set to keep out (TSV)")
+    decontaminate.add_argument("--against-columns", type=int, nargs=2, default=(0, 1),
+                               metavar=("A", "B"), help="its sentence columns (the Tatoeba "
+                               "Challenge's test.txt: 2 3)")
+    decontaminate.add_argument("--output-dir", required=True,
+                               help="where the decontaminated train/validation/test TSVs and "
+                               "decontamination.json (the counts) are written")
+    decontaminate.set_defaults(run=decontaminate_command)
+    public = commands.add_parser(
+        "public-test", help="score a preset on a public test set, beside a published figure",
+        description="Scores a preset on a public test set (only its pairs that share no "
+        "sentence with the preset's training pairs) and writes the scores, beside a published "
+        "model's, into the preset's metadata (`zoo.public_test`) and model card.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    public.add_argument("preset", metavar="PRESET", help="a shipped preset's name or a folder")
+    public.add_argument("--tsv", required=True, help="the public test pairs (TSV)")
+    public.add_argument("--columns", type=int, nargs=2, default=(0, 1), metavar=("SRC", "TGT"),
+                        help="source and target columns of --tsv")
+    public.add_argument("--train-tsv", required=True, help="the preset's training pairs (TSV)")
+    public.add_argument("--train-columns", type=int, nargs=2, default=(0, 1),
+                        metavar=("A", "B"), help="sentence columns of --train-tsv")
+    public.add_argument("--test-set", required=True,
+                        help="the test set's name and version, for the card")
+    public.add_argument("--published-model", required=True, help="the published model's name")
+    public.add_argument("--published-bleu", type=float, required=True,
+                        help="its published BLEU on the same file")
+    public.add_argument("--published-chrf", type=float, required=True,
+                        help="its published chrF (0-100) on the same file")
+    public.add_argument("--published-source", required=True,
+                        help="where the published figures are")
+    public.set_defaults(run=public_test_command)
     args = parser.parse_args(argv)
     args.run(args)
 
