@@ -27,6 +27,8 @@ benchmarks/results/*-zoo-*.json):
       --source-lang en --target-lang es --time-budget 60 --workdir runs/en-es
   python recipes/translation/zoo.py package runs/en-es \\
       --name tatoeba_en_es --output-dir keras_attention/presets
+  python recipes/translation/zoo.py public-test tatoeba_en_es \\
+      --tsv tatoeba-test-v2021-08-07.eng-spa.tsv --train-tsv zoo-data/train.tsv ...
 """
 
 import argparse
