@@ -170,9 +170,11 @@ def decontaminate_command(args):
     keys = sentence_keys(against)
     report = {"against": os.path.basename(args.against), "against_pairs": len(against),
               "splits": {}}
+    # Every split read (and checked) before anything is written.
+    splits = {name: read_tsv_pairs(os.path.join(args.split_dir, f"{name}.tsv"))
+              for name in ("train", "validation", "test")}
     os.makedirs(args.output_dir, exist_ok=True)
-    for name in ("train", "validation", "test"):
-        pairs = read_tsv_pairs(os.path.join(args.split_dir, f"{name}.tsv"))
+    for name, pairs in splits.items():
         # The split's own test pairs already share nothing with its training
         # pairs; they stay as they are, so its scores stay comparable.
         kept = pairs if name == "test" else without_shared_sentences(pairs, keys)
