@@ -126,10 +126,14 @@ def check_decontaminated(train, validation, test):
 
 
 def write_tsv(path, pairs):
+    write_text(path, "".join(f"{source}\t{target}\n" for source, target in pairs))
+
+
+def write_text(path, text):
+    """Writes `path` whole or not at all (a temporary file, then a rename)."""
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
-        for source, target in pairs:
-            f.write(f"{source}\t{target}\n")
+        f.write(text)
     os.replace(tmp, path)
 
 
@@ -347,13 +351,6 @@ def package_command(args):
 
 # -- public-test -----------------------------------------------------------------------
 
-def write_text(path, text):
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def public_test_command(args):
     from keras_attention.presets import preset_path
     from keras_attention.translation import Translator
@@ -364,6 +361,12 @@ def public_test_command(args):
         raise FileNotFoundError(f"{args.preset!r} is not a preset folder (no metadata.json); "
                                 "expected a shipped preset's name or a folder of "
                                 "`zoo.py package`.")
+    # The files it rewrites are read before the minutes of scoring.
+    with open(metadata_file, encoding="utf-8") as f:
+        metadata = json.load(f)
+    readme = os.path.join(folder, "README.md")
+    with open(readme, encoding="utf-8") as f:
+        card = f.read()
     pairs = read_tsv_pairs(args.tsv, tuple(args.columns))
     training = read_tsv_pairs(args.train_tsv, tuple(args.train_columns))
     clean = without_shared_sentences(pairs, sentence_keys(training))
@@ -376,13 +379,8 @@ def public_test_command(args):
     entry = {**scores, "test_set": args.test_set, "pairs_in_file": len(pairs),
              "published": {"model": args.published_model, "bleu": args.published_bleu,
                            "chrf": args.published_chrf, "source": args.published_source}}
-    with open(metadata_file, encoding="utf-8") as f:
-        metadata = json.load(f)
     zoo = metadata.setdefault("zoo", {})
     zoo["public_test"] = entry
-    readme = os.path.join(folder, "README.md")
-    with open(readme, encoding="utf-8") as f:
-        card = f.read()
     card = with_section(card, public_test_section(
         os.path.basename(os.path.normpath(folder)), entry, zoo.get("weights", "float32")),
         PUBLIC_TEST_HEADING)
