@@ -175,6 +175,24 @@ def test_decontaminate_keeps_a_public_test_sets_sentences_out_of_training(tmp_pa
                   "--output-dir", str(split)])
 
 
+def test_tune_decoding_chooses_the_fewest_beams_within_the_tolerance(tmp_path):
+    """A wider beam is slower on every sentence: `tune-decoding` takes the
+    fewest beams whose BLEU is within --tolerance of the best, and `package`
+    refuses a file that is not its output before any work."""
+    grid = [{"beam_size": 8, "length_penalty": 1.3, "bleu": 50.63, "chrf": 67.9},
+            {"beam_size": 4, "length_penalty": 1.0, "bleu": 50.14, "chrf": 67.5},
+            {"beam_size": 4, "length_penalty": 1.3, "bleu": 50.56, "chrf": 67.8},
+            {"beam_size": 4, "length_penalty": 1.6, "bleu": 50.56, "chrf": 67.83},
+            {"beam_size": 6, "length_penalty": 1.3, "bleu": 50.60, "chrf": 67.84}]
+    assert zoo.cheapest_within(grid, 0.1) == grid[3]  # a tie on BLEU goes to chrF
+    assert zoo.cheapest_within(grid, 0.0) == grid[0]
+    assert zoo.cheapest_within(grid, 0.05) == grid[4]
+    wrong = tmp_path / "decoding.json"
+    wrong.write_text('{"grid": []}', encoding="utf-8")
+    with pytest.raises(ValueError, match="expected the --output of `zoo.py tune-decoding`"):
+        zoo.read_decoding_choice(str(wrong))
+
+
 def test_float16_weights_halve_the_file_and_load_into_float32(tmp_path):
     from keras_attention.models import Transformer
 
@@ -204,6 +222,14 @@ def test_package_makes_a_preset_with_its_card_from_a_run(tiny_run, tmp_path):
     test_tsv.write_text("The red book is on the table.\tEl libro rojo está sobre la mesa.\n"
                         "Where is the small cat?\t¿Dónde está el gato pequeño?\n",
                         encoding="utf-8")
+    # `zoo.py tune-decoding` on validation pairs: a grid, and its choice.
+    validation_tsv, decoding = tmp_path / "validation.tsv", tmp_path / "decoding.json"
+    validation_tsv.write_text("The cat is red.\tEl gato es rojo.\n", encoding="utf-8")
+    zoo.main(["tune-decoding", str(workdir), "--tsv", str(validation_tsv), "--beam-sizes", "1",
+              "3", "--length-penalties", "0.5", "--output", str(decoding)])
+    tuned = json.loads(decoding.read_text(encoding="utf-8"))
+    assert [(r["beam_size"], r["length_penalty"]) for r in tuned["grid"]] == [(1, 0.5), (3, 0.5)]
+    assert tuned["sentences"] == 1 and tuned["chosen"]["bleu"] >= tuned["best"]["bleu"] - 0.1
     output = tmp_path / "presets"
     argv = ["package", str(workdir), "--name", "tiny_en_es", "--output-dir", str(output),
             "--test-tsv", str(test_tsv), "--also-policies", "--source", "en", "--target", "es",
@@ -211,12 +237,19 @@ def test_package_makes_a_preset_with_its_card_from_a_run(tiny_run, tmp_path):
             "--description", "A tiny test preset.", "--example", "The red book.",
             "--command", "python recipes/translation/train.py ...", "--training", "12 steps.",
             "--train-pairs", "100", "--validation-pairs", "10",
-            "--test-set-description", "two sentences"]
+            "--test-set-description", "two sentences", "--decoding", str(decoding)]
+    with pytest.raises(ValueError, match="not both"):
+        zoo.main([*argv, "--length-penalty", "1.0"])
     zoo.main(argv)
     folder = output / "tiny_en_es"
     assert sorted(p.name for p in output.iterdir()) == ["tiny_en_es"]  # no staging left
-    info = Translator.from_preset(str(folder)).metadata["zoo"]
+    packaged = Translator.from_preset(str(folder))
+    info = packaged.metadata["zoo"]
     assert info["languages"] == ["en", "es"] and info["weights"] == "float16"
+    chosen = tuned["chosen"]
+    assert (packaged.beam_size, packaged.length_penalty) == (chosen["beam_size"], 0.5)
+    assert info["decoding"] == {"beam_size": chosen["beam_size"], "length_penalty": 0.5,
+                                "tuned": tuned}
     assert info["test"]["sentences"] == 2 and info["test"]["bleu_signature"].startswith("nrefs:1")
     assert abs(info["test"]["bleu"] - info["test_with_float32_weights"]["bleu"]) <= 5
     assert info["size_mb"] == round(sum(p.stat().st_size for p in folder.rglob("*")
@@ -224,6 +257,7 @@ def test_package_makes_a_preset_with_its_card_from_a_run(tiny_run, tmp_path):
     card = (folder / "README.md").read_text(encoding="utf-8")
     assert "license: cc-by-2.0" in card and "{" not in card.split("```python")[0]
     assert f"({info['size_mb']} MB on disk)" in card and info["test"]["bleu_signature"] in card
+    assert "chosen on the 1 validation pairs (`zoo.py tune-decoding`, beam sizes 1, 3" in card
     with pytest.raises(FileExistsError, match="--overwrite"):
         zoo.main(argv)
     # `zoo.py public-test`: the scores on a public test set (only its pairs

@@ -35,7 +35,8 @@ sinusoidal positions, WordPiece vocabularies of {source_vocabulary:,} ({source})
 {target_vocabulary:,} ({target}) tokens, at most {max_length} tokens a sentence.
 {parameters:,} parameters, stored in {weights} ({size_mb} MB on disk); they compute in
 float32 (or `Translator.from_preset("{name}", dtype="mixed_bfloat16")` on processors with
-bfloat16). Decoding: beam search, {beam_size} beams, GNMT length penalty {length_penalty}.
+bfloat16). Decoding: beam search, {beam_size} beams, GNMT length penalty
+{length_penalty}{decoding_choice}.
 
 ## Data and licence
 
@@ -138,3 +139,19 @@ def with_section(card, section, heading, before="## Limits"):
         return card[:start] + section + (card[end + 1:] if end >= 0 else "")
     at = card.find(before)
     return card[:at] + section + card[at:] if at >= 0 else card.rstrip("\n") + "\n\n" + section
+
+
+def decoding_choice(tuned):
+    """How the card says the decoding settings were chosen: by `zoo.py
+    tune-decoding` on the validation pairs (`tuned`, its output), or not."""
+    if not tuned:
+        return ", the run's"
+    grid = tuned["grid"]
+    beams = ", ".join(str(b) for b in sorted({row["beam_size"] for row in grid}))
+    penalties = ", ".join(str(a) for a in sorted({row["length_penalty"] for row in grid}))
+    best, chosen = tuned["best"], tuned["chosen"]
+    return (f", chosen on the {tuned['sentences']:,} validation pairs (`zoo.py tune-decoding`, "
+            f"beam sizes {beams} by length penalties {penalties}): the fewest beams within "
+            f"{tuned['tolerance']} BLEU of the best ({chosen['bleu']} BLEU; the best, "
+            f"{best['bleu']}, with {best['beam_size']} beams and length penalty "
+            f"{best['length_penalty']})")

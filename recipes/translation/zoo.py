@@ -11,9 +11,14 @@ around the training recipe:
            a split -> the same without the training and validation pairs
            that share a sentence with a public test set (the Tatoeba
            Challenge's), so that the public test set scores fairly;
+  tune-decoding
+           a run (or preset) -> BLEU and chrF on the validation pairs for
+           each beam size and length penalty of a grid, and the cheapest
+           setting within --tolerance BLEU of the best;
   package  a run of train.py -> a compact preset folder: the weights stored
-           in float16, its metadata (test BLEU/chrF with the
-           sacreBLEU signature, the training command) and a model card;
+           in float16, its decoding settings (those tune-decoding chose, or
+           the run's), its metadata (test BLEU/chrF with the sacreBLEU
+           signature, the training command) and a model card;
   public-test
            a preset -> its scores on a public test set, beside a published
            model's, in its metadata and model card.
@@ -25,7 +30,9 @@ benchmarks/results/*-zoo-*.json):
   python recipes/translation/train.py --train-files zoo-data/train.tsv \\
       --validation-files zoo-data/validation.tsv --test-files zoo-data/test.tsv \\
       --source-lang en --target-lang es --time-budget 60 --workdir runs/en-es
-  python recipes/translation/zoo.py package runs/en-es \\
+  python recipes/translation/zoo.py tune-decoding runs/en-es \\
+      --tsv zoo-data/validation.tsv --output runs/en-es/decoding.json
+  python recipes/translation/zoo.py package runs/en-es --decoding runs/en-es/decoding.json \\
       --name tatoeba_en_es --output-dir keras_attention/presets
   python recipes/translation/zoo.py public-test tatoeba_en_es \\
       --tsv tatoeba-test-v2021-08-07.eng-spa.tsv --train-tsv zoo-data/train.tsv ...
@@ -49,6 +56,7 @@ if not __package__:  # run as a file, not with `python -m recipes.translation.zo
 from recipes.translation.model_card import (  # noqa: E402
     MODEL_CARD,
     PUBLIC_TEST_HEADING,
+    decoding_choice,
     public_test_section,
     with_section,
 )
@@ -273,8 +281,17 @@ def package_command(args):
     output = os.path.join(args.output_dir, args.name)
     if os.path.exists(output) and not args.overwrite:
         raise FileExistsError(f"{output} exists; pass --overwrite to replace it.")
+    if args.decoding and (args.beam_size, args.length_penalty) != (None, None):
+        raise ValueError("give --decoding (tune-decoding's choice) or --beam-size and "
+                         "--length-penalty, not both.")
+    tuned = read_decoding_choice(args.decoding) if args.decoding else None
+    settings = ({key: tuned["chosen"][key] for key in ("beam_size", "length_penalty")}
+                if tuned else {key: value for key, value in (("beam_size", args.beam_size),
+                               ("length_penalty", args.length_penalty)) if value is not None})
     keras.config.set_dtype_policy("float32")
     reference = Translator.from_preset(args.run_dir, dtype="float32")
+    if settings:
+        reference = reference.with_settings(**settings)
     staging = os.path.join(args.output_dir, f".{args.name}.packaging")
     shutil.rmtree(staging, ignore_errors=True)
     try:
@@ -301,6 +318,8 @@ def package_command(args):
             "test": {**scores, "test_set": args.test_set_description},
             "test_by_dtype_policy": rows,
             "test_with_float32_weights": float32_scores,
+            "decoding": {"beam_size": shipped.beam_size, "length_penalty": shipped.length_penalty,
+                         "tuned": tuned},
             "training_command": args.command,
             "training": args.training,
             "machine": machine(),
@@ -324,7 +343,8 @@ def package_command(args):
             target_vocabulary=config["decoder_vocabulary_size"],
             max_length=config["max_length"], parameters=zoo["parameters"],
             weights=args.weights, size_mb="{size_mb}", beam_size=shipped.beam_size,
-            length_penalty=shipped.length_penalty, train_pairs=args.train_pairs,
+            length_penalty=shipped.length_penalty, decoding_choice=decoding_choice(tuned),
+            train_pairs=args.train_pairs,
             validation_pairs=args.validation_pairs, test_pairs=len(test),
             training=args.training, command=args.command, machine=zoo["machine"],
             bleu=scores["bleu"], chrf=scores["chrf"], speed=scores["sentences_per_second"],
@@ -347,6 +367,56 @@ def package_command(args):
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     print(json.dumps(zoo, indent=2))
+
+
+# -- tune-decoding ---------------------------------------------------------------------
+
+def cheapest_within(grid, tolerance):
+    """The row of `grid` (beam_size, length_penalty, bleu, chrf) with the fewest
+    beams among those within `tolerance` BLEU of the best, the highest BLEU
+    (then chrF) among those: a wider beam is slower on every sentence, and a
+    difference of a tenth of a point on a validation set is noise."""
+    best = max(row["bleu"] for row in grid)
+    close = [row for row in grid if row["bleu"] >= best - tolerance]
+    return min(close, key=lambda row: (row["beam_size"], -row["bleu"], -row["chrf"]))
+
+
+def tune_decoding_command(args):
+    from keras_attention.presets import preset_path
+    from keras_attention.translation import Translator
+
+    if args.tolerance < 0:
+        raise ValueError(f"--tolerance is {args.tolerance}; expected 0 or more BLEU.")
+    pairs = read_tsv_pairs(args.tsv, tuple(args.columns))
+    translator = Translator.from_preset(preset_path(args.preset), dtype="float32")
+    grid = []
+    for beam_size in args.beam_sizes:
+        for length_penalty in args.length_penalties:
+            row = score(translator.with_settings(beam_size=beam_size,
+                                                 length_penalty=length_penalty), pairs)
+            grid.append({"beam_size": beam_size, "length_penalty": length_penalty, **row})
+            print(f"beam {beam_size}, length penalty {length_penalty}: BLEU {row['bleu']}, "
+                  f"chrF {row['chrf']}, {row['sentences_per_second']} sentences/s", flush=True)
+    chosen = cheapest_within(grid, args.tolerance)
+    result = {"tsv": args.tsv, "columns": list(args.columns), "sentences": len(pairs),
+              "tolerance": args.tolerance, "grid": grid,
+              "best": max(grid, key=lambda row: row["bleu"]),
+              "chosen": {key: chosen[key] for key in ("beam_size", "length_penalty", "bleu",
+                                                      "chrf")}}
+    if args.output:
+        write_text(args.output, json.dumps(result, indent=2))
+    print(json.dumps(result["chosen"]))
+
+
+def read_decoding_choice(path):
+    """`tune-decoding`'s --output, checked before `package` spends minutes."""
+    with open(path, encoding="utf-8") as f:
+        tuned = json.load(f)
+    if not isinstance(tuned, dict) or not {"beam_size", "length_penalty"} <= set(
+            tuned.get("chosen") or {}):
+        raise ValueError(f"{path} has no chosen beam_size and length_penalty; expected the "
+                         "--output of `zoo.py tune-decoding`.")
+    return tuned
 
 
 # -- public-test -----------------------------------------------------------------------
@@ -387,6 +457,14 @@ def public_test_command(args):
     write_text(metadata_file, json.dumps(metadata, indent=2))
     write_text(readme, card)
     print(json.dumps(entry, indent=2))
+
+
+def add_model_and_pairs(parser, metavar, model_help, tsv_help):
+    """The model (`preset`) and the pairs (`--tsv`, `--columns`) a step scores."""
+    parser.add_argument("preset", metavar=metavar, help=model_help)
+    parser.add_argument("--tsv", required=True, help=tsv_help)
+    parser.add_argument("--columns", type=int, nargs=2, default=(0, 1), metavar=("SRC", "TGT"),
+                        help="source and target columns of --tsv")
 
 
 def main(argv=None):
@@ -434,7 +512,31 @@ def main(argv=None):
                          "says whether it was measured on the same test set)")
     package.add_argument("--test-set-description", required=True,
                          help="what the test set is, for the metadata")
+    package.add_argument("--decoding", metavar="FILE",
+                         help="ship the beam size and length penalty that `zoo.py "
+                         "tune-decoding` chose (its --output); the grid goes into the metadata")
+    package.add_argument("--beam-size", type=int, help="ship this beam size (default: the run's)")
+    package.add_argument("--length-penalty", type=float,
+                         help="ship this length penalty (default: the run's)")
     package.set_defaults(run=package_command)
+    tune = commands.add_parser(
+        "tune-decoding", help="BLEU on validation pairs for a grid of beam sizes and length "
+        "penalties", description="Translates validation pairs (never the test pairs: the "
+        "choice is part of the model) with each beam size and length penalty of a grid, prints "
+        "BLEU, chrF and speed, and chooses the fewest beams within --tolerance BLEU of the "
+        "best; `zoo.py package --decoding FILE` ships that choice.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_model_and_pairs(tune, "RUN", "a run directory of train.py, or a preset",
+                        "the validation pairs (TSV)")
+    tune.add_argument("--beam-sizes", type=int, nargs="+", default=[4, 6, 8],
+                      help="beam sizes to try")
+    tune.add_argument("--length-penalties", type=float, nargs="+",
+                      default=[0.6, 1.0, 1.3, 1.6, 2.0], help="GNMT length penalties to try")
+    tune.add_argument("--tolerance", type=float, default=0.1,
+                      help="BLEU below the best that a setting with fewer beams may give up")
+    tune.add_argument("--output", help="a JSON file for the grid and the choice (for "
+                      "`package --decoding`)")
+    tune.set_defaults(run=tune_decoding_command)
     decontaminate = commands.add_parser(
         "decontaminate", help="a split without the pairs that share a sentence with a test set",
         description="Copies a split of `zoo.py split` (train.tsv, validation.tsv, test.tsv) "
@@ -458,10 +560,8 @@ def main(argv=None):
         "sentence with the preset's training pairs) and writes the scores, beside a published "
         "model's, into the preset's metadata (`zoo.public_test`) and model card.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    public.add_argument("preset", metavar="PRESET", help="a shipped preset's name or a folder")
-    public.add_argument("--tsv", required=True, help="the public test pairs (TSV)")
-    public.add_argument("--columns", type=int, nargs=2, default=(0, 1), metavar=("SRC", "TGT"),
-                        help="source and target columns of --tsv")
+    add_model_and_pairs(public, "PRESET", "a shipped preset's name or a folder",
+                        "the public test pairs (TSV)")
     public.add_argument("--train-tsv", required=True, help="the preset's training pairs (TSV)")
     public.add_argument("--train-columns", type=int, nargs=2, default=(0, 1),
                         metavar=("A", "B"), help="sentence columns of --train-tsv")
