@@ -68,6 +68,29 @@ def source_language(translator):
     if languages:
         return languages[0]
     return (metadata.get("config") or {}).get("source_lang") or "en"
+
+
+def model_scores(translator):
+    """What the page says of the model's quality, from its metadata: a
+    shipped preset's test and public-test scores (`zoo.test`,
+    `zoo.public_test`, with the published model's figure), or a run's score
+    on its evaluation split; {} when it has none."""
+    metadata = translator.metadata
+    zoo = metadata.get("zoo") or {}
+    scores = {}
+    if zoo.get("test"):
+        scores["test"] = {key: zoo["test"].get(key) for key in ("bleu", "chrf", "test_set")}
+    elif isinstance(metadata.get("bleu"), (int, float)):
+        scores["test"] = {"bleu": metadata["bleu"], "chrf": metadata.get("chrf"),
+                          "test_set": f"the run's {metadata.get('eval_split') or 'test'} split"}
+    public = zoo.get("public_test")
+    if public:
+        scores["public_test"] = {key: public.get(key) for key in ("bleu", "chrf", "test_set")}
+        published = public.get("published") or {}
+        if published.get("model"):
+            scores["public_test"]["published"] = {key: published.get(key)
+                                                  for key in ("model", "bleu", "chrf")}
+    return scores
 # Seconds a connection may stay silent before the server closes it.
 CONNECTION_TIMEOUT = 30
 # Seconds a client has to send a whole request (request line, headers and
@@ -163,7 +186,7 @@ class PlaygroundServer:
                      "max_top_k": min(MAX_TOP_K,
                                       translator.target_tokenizer.vocabulary_size - 1),
                      "example": example or (examples[0] if examples else EXAMPLE),
-                     "examples": examples}
+                     "examples": examples, "scores": model_scores(translator)}
         self.info["checkpoints"] = len(self.checkpoints)  # the training slider's steps
         self.log = log
         self._model_lock = threading.Lock()

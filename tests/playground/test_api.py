@@ -30,9 +30,10 @@ from keras_attention.playground.server import (
     _ENDPOINT_LIST,
     EXAMPLES,
     STATIC_DIR,
+    model_scores,
     source_language,
 )
-from tests.helpers import SENTENCES, run_main
+from tests.helpers import SENTENCES, run_main, shipped_translator
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYGROUND = os.path.join(ROOT, "recipes", "translation", "playground.py")
@@ -81,6 +82,24 @@ def test_info(playground_url, playground_translator):
     # the articles' among them; the page starts with the first.
     assert info["examples"] == EXAMPLES["en"] and info["example"] == EXAMPLES["en"][0]
     assert "I left the red book at the library." in info["examples"]
+    # Its quality, from its metadata: the run's score on its evaluation split.
+    metadata = playground_translator.metadata
+    assert info["scores"] == {"test": {"bleu": metadata["bleu"], "chrf": metadata["chrf"],
+                                       "test_set": f"the run's {metadata['eval_split']} split"}}
+
+
+def test_a_shipped_presets_scores_come_with_the_published_figure():
+    """On a shipped preset the page states its test score and its score on
+    the public test set beside the published model's, from its metadata."""
+    translator = shipped_translator()
+    zoo = translator.metadata["zoo"]
+    scores = model_scores(translator)
+    assert scores["test"] == {key: zoo["test"][key] for key in ("bleu", "chrf", "test_set")}
+    public = scores["public_test"]
+    assert public["bleu"] == zoo["public_test"]["bleu"]
+    assert public["published"] == {"model": "Helsinki-NLP opus-mt-tc-big-en-es",
+                                   "bleu": 57.2, "chrf": 73.9}
+    assert model_scores(Translator.from_keras_hub_task(translator.task, metadata={})) == {}
 
 
 def test_examples_follow_the_models_source_language(playground_translator):

@@ -284,6 +284,7 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     assert "keras_attention playground" in driver.find_element(By.TAG_NAME, "h1").text
     summary = driver.find_element(By.ID, "model-summary").text
     assert summary.startswith("Transformer · ") and "parameters" in summary, summary
+    assert f"test BLEU {info['scores']['test']['bleu']:.1f}" in summary, summary
 
     # Translate a sentence with beam 2 (Enter submits).
     _submit(driver, SENTENCE, beam_size=2)

@@ -260,7 +260,23 @@
     if (isNum(model.key_dim)) parts.push("d_k " + model.key_dim);
     if (isNum(model.value_dim)) parts.push("d_v " + model.value_dim);
     if (isNum(model.max_length)) parts.push("max length " + model.max_length);
+    // Its quality, from its metadata (GET api/info's `scores`): the test set's
+    // name and the published model's figure are in the tooltip and the text.
+    var scores = (state.info && state.info.scores) || {};
+    var titles = [];
+    if (scores.test && isNum(scores.test.bleu)) {
+      parts.push("test BLEU " + scores.test.bleu.toFixed(1));
+      titles.push("Test BLEU " + scores.test.bleu + " on " + scores.test.test_set);
+    }
+    var pub = scores.public_test;
+    if (pub && isNum(pub.bleu)) {
+      var published = pub.published && isNum(pub.published.bleu)
+        ? " (" + pub.published.model + ": " + pub.published.bleu + ")" : "";
+      parts.push("public test BLEU " + pub.bleu.toFixed(1) + published);
+      titles.push("BLEU " + pub.bleu + " on " + pub.test_set + published);
+    }
     node.textContent = parts.join(" · ");
+    node.title = titles.join("\n");
   }
 
   function renderTranslations(data) {
