@@ -3,11 +3,12 @@
     python tools/playground_screenshots.py [--preset tatoeba_en_es] [--run runs/bundled]
                                            [--out docs/images]
 
-The "look inside a translation" views on a shipped preset (its own translation of the
-articles' sentence): the step-by-step table with a target word's alternatives open
-(playground_steps.png), the beam search tree (playground_beam_tree.png) and the three
-attributions (playground_attribution.png). With --run, a training run that kept checkpoints,
-the attention-during-training view at its first and last checkpoint
+The page on a shipped preset, from its top (playground_<preset>.png), and its "look
+inside a translation" views (its own translation of the articles' sentence): the
+step-by-step table with a target word's alternatives open (playground_steps.png), the
+beam search tree (playground_beam_tree.png) and the three attributions
+(playground_attribution.png). With --run, a training run that kept checkpoints, the
+attention-during-training view at its first and last checkpoint
 (playground_checkpoints_first.png, playground_checkpoints_last.png). Needs chromium and
 chromedriver on PATH (Debian: apt-get install chromium chromium-driver) and selenium.
 """
@@ -66,12 +67,28 @@ def _shoot(driver, selector, path):
     print(f"wrote {path}")
 
 
-def preset_views(driver, translator, out):
+def _shoot_page(driver, path, max_height=2600):
+    """The page from its top (the header's model summary, the translation,
+    the head and model views), as a newcomer first sees it."""
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    width = driver.get_window_size()["width"]
+    driver.set_window_size(width, min(height, max_height))
+    driver.execute_script("window.scrollTo(0, 0);")
+    time.sleep(0.5)
+    driver.save_screenshot(path)
+    driver.set_window_size(width, 1200)
+    print(f"wrote {path}")
+
+
+def preset_views(driver, translator, out, name):
     from keras_attention.playground import PlaygroundServer
 
-    server = PlaygroundServer(translator, port=0).start()
+    server = PlaygroundServer(translator, port=0, name=name).start()
     try:
         _translate(driver, server.url, SENTENCE)
+        _wait(driver, "return document.querySelectorAll('#head-view line').length > 0",
+              "the head view")
+        _shoot_page(driver, os.path.join(out, f"playground_{name}.png"))
         _wait(driver, "return document.querySelectorAll("
                       "'#beam-tree-section [data-status=\"kept\"]').length > 0", "the beam tree")
         _wait(driver, "return document.querySelectorAll("
@@ -128,7 +145,8 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     driver = _driver()
     try:
-        preset_views(driver, Translator.from_preset(args.preset), args.out)
+        name = os.path.basename(os.path.normpath(args.preset))
+        preset_views(driver, Translator.from_preset(args.preset), args.out, name)
         if args.run:
             checkpoint_views(driver, args.run, args.out)
     finally:
