@@ -187,6 +187,9 @@ def test_tune_decoding_chooses_the_fewest_beams_within_the_tolerance(tmp_path):
     assert zoo.cheapest_within(grid, 0.1) == grid[3]  # a tie on BLEU goes to chrF
     assert zoo.cheapest_within(grid, 0.0) == grid[0]
     assert zoo.cheapest_within(grid, 0.05) == grid[4]
+    # The card names where settings not from tune-decoding came from.
+    assert zoo.decoding_choice(None) == ", the run's"
+    assert zoo.decoding_choice(None, by_hand=True) == ", as given to `zoo.py package`"
     wrong = tmp_path / "decoding.json"
     wrong.write_text('{"grid": []}', encoding="utf-8")
     with pytest.raises(ValueError, match="expected the --output of `zoo.py tune-decoding`"):

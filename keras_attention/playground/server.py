@@ -91,6 +91,8 @@ def model_scores(translator):
             scores["public_test"]["published"] = {key: published.get(key)
                                                   for key in ("model", "bleu", "chrf")}
     return scores
+
+
 # Seconds a connection may stay silent before the server closes it.
 CONNECTION_TIMEOUT = 30
 # Seconds a client has to send a whole request (request line, headers and

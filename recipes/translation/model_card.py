@@ -141,11 +141,12 @@ def with_section(card, section, heading, before="## Limits"):
     return card[:at] + section + card[at:] if at >= 0 else card.rstrip("\n") + "\n\n" + section
 
 
-def decoding_choice(tuned):
+def decoding_choice(tuned, by_hand=False):
     """How the card says the decoding settings were chosen: by `zoo.py
-    tune-decoding` on the validation pairs (`tuned`, its output), or not."""
+    tune-decoding` on the validation pairs (`tuned`, its output), given to
+    `zoo.py package` (`by_hand`), or the run's."""
     if not tuned:
-        return ", the run's"
+        return ", as given to `zoo.py package`" if by_hand else ", the run's"
     grid = tuned["grid"]
     beams = ", ".join(str(b) for b in sorted({row["beam_size"] for row in grid}))
     penalties = ", ".join(str(a) for a in sorted({row["length_penalty"] for row in grid}))
