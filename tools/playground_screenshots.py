@@ -71,12 +71,12 @@ def _shoot_page(driver, path, max_height=2600):
     """The page from its top (the header's model summary, the translation,
     the head and model views), as a newcomer first sees it."""
     height = driver.execute_script("return document.documentElement.scrollHeight")
-    width = driver.get_window_size()["width"]
-    driver.set_window_size(width, min(height, max_height))
+    size = driver.get_window_size()
+    driver.set_window_size(size["width"], min(height, max_height))
     driver.execute_script("window.scrollTo(0, 0);")
     time.sleep(0.5)
     driver.save_screenshot(path)
-    driver.set_window_size(width, 1200)
+    driver.set_window_size(size["width"], size["height"])  # back to the views' window
     print(f"wrote {path}")
 
 
