@@ -1,5 +1,18 @@
 """keras_attention: attention layers and an encoder-decoder Transformer for Keras 3."""
 
+import importlib.util as _importlib_util
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"] and _importlib_util.find_spec("tensorflow") is not None:
+    # `python -m keras_attention ...` (the package's command, `__main__`:
+    # Python sets argv[0] to "-m" while it imports the package): TensorFlow
+    # first, without the start-up lines that read like failures on a machine
+    # without a GPU (`_startup`), as the recipes import it. A plain `import
+    # keras_attention` leaves stderr and the environment alone.
+    from keras_attention._startup import import_tensorflow as _import_tensorflow
+
+    _import_tensorflow()
+
 # Registers every serializable layer and model with Keras, so that
 # `keras.saving.load_model("model.keras")` works after `import keras_attention`.
 from keras_attention import layers, models  # noqa: F401

@@ -301,7 +301,7 @@ def test_evaluate_command_line(tiny_run, tmp_path):
 
 
 def test_startup_filter_hides_only_the_known_noise():
-    from recipes._startup import _hidden
+    from keras_attention._startup import _hidden
 
     cuinit = ("E0000 00:00:1796030194.392281   30450 cuda_platform.cc:52] failed call to "
               "cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)\n")
