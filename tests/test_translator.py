@@ -20,7 +20,7 @@ from keras_attention import Translator
 from keras_attention.data.tokenizers import END_ID
 from keras_attention.models import Transformer
 from keras_attention.translation import translate
-from keras_attention.translation.searching import _compiled_batch_size, _pad_to_bucket
+from keras_attention.translation.engine import Engine, pad_to_bucket
 from tests.helpers import (
     ENGLISH,
     SENTENCES,
@@ -729,12 +729,12 @@ def test_xla_compiled_search_agrees_with_the_graph(run_translator):
 
 
 def test_padded_batches_have_few_shapes():
-    assert [_compiled_batch_size(n, 64) for n in (1, 2, 3, 5, 33, 64)] == [1, 2, 4, 8, 64, 64]
-    assert _compiled_batch_size(40, 48) == 48
-    padded = _pad_to_bucket([[5, 6, 2], [7, 2]], (8, 16), batch_size=4)
+    assert [Engine.compiled_batch_size(n, 64) for n in (1, 2, 3, 5, 33, 64)] == [1, 2, 4, 8, 64, 64]
+    assert Engine.compiled_batch_size(40, 48) == 48
+    padded = pad_to_bucket([[5, 6, 2], [7, 2]], (8, 16), batch_rows=4)
     np.testing.assert_array_equal(padded, [[5, 6, 2, 0, 0, 0, 0, 0], [7, 2, 0, 0, 0, 0, 0, 0],
                                            [5, 6, 2, 0, 0, 0, 0, 0], [5, 6, 2, 0, 0, 0, 0, 0]])
-    assert _pad_to_bucket([[5, 2]] * 3, (8,)).shape == (3, 8)
+    assert pad_to_bucket([[5, 2]] * 3, (8,)).shape == (3, 8)
 
 
 @pytest.mark.slow  # a fresh Python

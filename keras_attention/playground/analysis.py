@@ -10,21 +10,18 @@ page; `next_tokens` is `POST /api/alternatives`' answer.
 
 import math
 import time
-import weakref
 
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
 from keras_attention._constants import END_ID, PAD_ID, START_ID, is_blank
-from keras_attention.data.tokenizers import tokenize_with_end
+from keras_attention.translation.engine import Engine
 
 MAX_TEXT_LENGTH = 1000  # characters of `text` and of `target`
 MAX_BEAM_SIZE = 16
 MAX_TOP_K = 50  # alternatives per target position (and at most the vocabulary but padding)
 DEFAULT_TOP_K = 5
 _STEP_DIGITS = 7  # the alternatives' numbers: float32's precision, as `Translator.alternatives`
-_LOGITS = weakref.WeakKeyDictionary()  # model -> its compiled teacher-forced logits
 KINDS = ("encoder_self", "decoder_self", "cross")
 _DIGITS = 5  # significant digits of the numbers sent
 
@@ -221,8 +218,7 @@ def next_tokens(translator, text, target_ids, top_k=None, temperature=None):
     text = check_request(text, allow_blank=True)[0]  # empty in, empty out: [END] alone
     top_k, temperature = check_next_tokens(translator, top_k, temperature)
     target_ids = check_ids(translator, target_ids, "target_ids", prefix=False)
-    source_ids = tokenize_with_end(translator.source_tokenizer, [text],
-                                   translator.model.max_length).to_list()[0]
+    source_ids = translator.engine.tokenize([text])[0]
     return {
         "source": text,
         "target_ids": target_ids,
@@ -294,32 +290,30 @@ def _next_token_log_probs(translator, source_ids, target_ids):
                             -np.inf)
         log_probs[:, END_ID] = 0.0
         return log_probs
-    logits = _logits_fn(translator.model)(
-        tf.constant([source_ids], tf.int32),
-        tf.constant([[START_ID] + list(target_ids[:-1])], tf.int32))
-    logits = np.asarray(logits, np.float64)[0]  # [T, V]
-    logits[:, PAD_ID] = -np.inf
-    peak = logits.max(axis=-1, keepdims=True)
-    return logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
+    engine = translator.engine
+    logits = _logits_work(engine)([source_ids], [[START_ID] + list(target_ids[:-1])])
+    return engine.log_prob_table(ops.convert_to_numpy(logits)[0])  # [T, V]
 
 
-def _logits_fn(model):
+def _logits_work(engine):
     """`(source ids [B, S], decoder input ids [B, T]) -> float32 logits
     [B, T, V]`: the model's public `encode` and `decode_full` (the pass of
-    `Translator.score` and `alternatives`), as a tf.function traced once."""
-    if model not in _LOGITS:
+    `Translator.score` and `alternatives`), as the engine's `Work`."""
+    def make():
+        model = engine.model
+
         def logits(source_ids, input_ids):
             encoded, padding = model.encode(source_ids)
             return ops.cast(model.decode_full(input_ids, encoded, padding), "float32")
+        return logits
 
-        ids = tf.TensorSpec([None, None], tf.int32)
-        _LOGITS[model] = tf.function(logits, input_signature=[ids, ids], autograph=False)
-    return _LOGITS[model]
+    return engine.work("logits", make, 2)
 
 
 def _is_empty(source_ids):
-    """A source with no token but `[END]` (and padding): "" or blank text."""
-    return all(t in (PAD_ID, END_ID) for t in source_ids)
+    """A source with no token but `[END]` (and padding): "" or blank text
+    (the engine's empty-input rule)."""
+    return Engine.is_empty(source_ids)
 
 
 def _token_strings(tokenizer, ids):

@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 
+from keras_attention._constants import END_ID, START_ID
 from keras_attention.playground.analysis import (
     DEFAULT_TOP_K,
     MAX_BEAM_SIZE,
@@ -248,10 +249,13 @@ class PlaygroundServer:
         return lines
 
     def warm_up(self):
-        """Translates the example once, so the first visitor does not wait
-        for the searches to be traced (a few seconds)."""
-        with self._model_lock:
-            analyze(self.translator, self.info["example"])
+        """Builds the graphs a visitor's translation runs (the search and the
+        teacher-forced pass: `Translator.warm_up`, a few seconds) and
+        translates the example once, so the first typed sentence does not
+        wait and runs no eager fallback (`translation.engine`)."""
+        self.translator.warm_up(wait=True)
+        analyze(self.translator, self.info["example"])
+        self.translator.engine.teacher_forced().build([[END_ID]], [[START_ID]])
 
     def serve_forever(self):
         """Serves until `shutdown()` (or Ctrl+C in the caller)."""
@@ -297,7 +301,7 @@ class PlaygroundServer:
     def translate(self, request):
         """The `/api/translate` answer for a decoded JSON request."""
         self._check_fields("/api/translate", request)
-        answer = self._run(analyze, request["text"], request.get("beam_size"),
+        answer = self._run_shared(analyze, request["text"], request.get("beam_size"),
                            request.get("target"), request.get("target_prefix"),
                            request.get("top_k"), request.get("temperature"))
         answer["model"] = self.info["model"]  # with its name
@@ -306,7 +310,7 @@ class PlaygroundServer:
     def alternatives(self, request):
         """The `/api/alternatives` answer for a decoded JSON request."""
         self._check_fields("/api/alternatives", request)
-        return self._run(next_tokens, request["text"], request["target_ids"],
+        return self._run_shared(next_tokens, request["text"], request["target_ids"],
                          request.get("top_k"), request.get("temperature"))
 
     def checkpoint_attention(self, request):
@@ -320,7 +324,7 @@ class PlaygroundServer:
     def beam_tree(self, request):
         """The `/api/beam_tree` answer for a decoded JSON request."""
         self._check_fields("/api/beam_tree", request)
-        return self._run(beam_tree_answer, request["text"], request.get("beam_size"))
+        return self._run_shared(beam_tree_answer, request["text"], request.get("beam_size"))
 
     def answer(self, path, request):
         """The answer of the POST endpoint at `path` (a key of `_ENDPOINTS`)."""
@@ -346,10 +350,18 @@ class PlaygroundServer:
                 raise RequestError(400, f'The request has no "{name}": {meaning}.')
 
     def _run(self, function, *args):
-        """`function(translator, *args)` with the model to itself; bad input is a 400."""
+        """`function(translator, *args)` with the model to itself (what
+        changes weights: a checkpoint's, attributions' float32 twin); bad
+        input is a 400."""
+        with self._model_lock:
+            return self._run_shared(function, *args)
+
+    def _run_shared(self, function, *args):
+        """`function(translator, *args)` beside other requests: the engine is
+        shared by threads and batches their searches together
+        (`Engine.translate`); bad input is a 400."""
         try:
-            with self._model_lock:
-                return function(self.translator, *args)
+            return function(self.translator, *args)
         except (TypeError, ValueError) as e:
             raise RequestError(400, str(e)) from None
 

@@ -14,24 +14,15 @@ stops at its first finished hypothesis (`early_stopping=True`).
 """
 
 import dataclasses
-import weakref
 
+import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_attention._constants import MASKED_LOGIT, PAD_ID
 from keras_attention._validation import as_sentences
 from keras_attention.data.tokenizers import END_ID, START_ID
 from keras_attention.decoding import beam_search_trace
-from keras_attention.layers import xla_ops_allowed
-from keras_attention.translation.searching import (
-    _detokenize_fn,
-    _search_batch,
-    _tokenize_fn,
-)
 
-# The traced searches per model and settings (as `searching._SEARCHES`).
-_TRACES = weakref.WeakKeyDictionary()
 STATUSES = ("kept", "finished", "pruned")
 
 
@@ -98,25 +89,21 @@ class BeamTree:
         return [c for c in self.steps[step] if c.status == "kept"]
 
 
-def _compiled_trace(model, settings, jit_compile):
-    """`beam_search_trace` with `settings` as a tf.function (one trace for
-    every `[B, S]`), XLA-compiled with `jit_compile`, as `Translator.search`
-    runs its search."""
-    max_length = settings.output_length(model.max_length)
-    key = (settings.replace(max_output_length=max_length), xla_ops_allowed(),
-           bool(jit_compile))
-    traces = _TRACES.setdefault(model, {})
-    if key not in traces:
+def _trace_work(engine, settings, jit_compile):
+    """`beam_search_trace` with `settings` as the engine's `Work` (one graph
+    for every `[B, S]`; XLA programs with `jit_compile`), as
+    `Translator.search` runs its search."""
+    max_length = settings.output_length(engine.limit)
+    settings = settings.replace(max_output_length=max_length)
+
+    def make():
         options = settings.search_options()
         if settings.beam_size == 1:  # greedy search: stop at the first end
             options["early_stopping"] = True
+        return lambda tokens: beam_search_trace(engine.model, tokens, max_length, START_ID,
+                                                END_ID, **options)
 
-        def run(tokens):
-            return beam_search_trace(model, tokens, max_length, START_ID, END_ID, **options)
-
-        traces[key] = tf.function(run, input_signature=[tf.TensorSpec([None, None], tf.int32)],
-                                  jit_compile=bool(jit_compile), autograph=False)
-    return traces[key]
+    return engine.work(("beam_trace", settings), make, 1, jit_compile)
 
 
 def beam_tree(translator, source, beam_size=None):
@@ -130,35 +117,33 @@ def beam_tree(translator, source, beam_size=None):
     source = as_sentences([source], "source")[0]
     settings = (translator.settings if beam_size is None
                 else translator.settings.replace(beam_size=beam_size))
-    model, limit = translator.model, translator.model.max_length
-    source_ids = _tokenize_fn(translator.source_tokenizer, limit)(
-        tf.constant([source])).to_list()[0]
+    engine = translator.engine
+    source_ids = engine.tokenize([source])[0]
     k = settings.beam_size
-    if all(t in (PAD_ID, END_ID) for t in source_ids):
+    if engine.is_empty(source_ids):
         # Empty in, empty out: the searches end an empty source at once.
         return BeamTree(source, [], k, [], "", ["[END]"], [END_ID], 0.0, [])
-    source_tokens = translator._tokens(translator.source_tokenizer, source_ids)
-    run = _compiled_trace(model, settings, translator.jit_compile)
-    trace = run(tf.constant(_search_batch([source_ids], limit, translator.jit_compile, 64)))
-    row = [int(t) for t in trace.tokens.numpy()[0] if t != PAD_ID]
-    translation = _detokenize_fn(translator.target_tokenizer)(
-        tf.constant([row or [PAD_ID]], tf.int32)).numpy()[0].decode("utf-8")
-    arrays = {name: getattr(trace, name).numpy()[0, : int(trace.steps.numpy()[0])]
+    source_tokens = engine.tokens(source_ids, "source")
+    run = _trace_work(engine, settings, translator.jit_compile)
+    trace = run(engine.search_batch([source_ids], translator.jit_compile, 64))
+    numpy = keras.ops.convert_to_numpy
+    row = [int(t) for t in numpy(trace.tokens)[0] if t != PAD_ID]
+    translation = engine.detokenize([row or [PAD_ID]])[0]
+    arrays = {name: numpy(getattr(trace, name))[0, : int(numpy(trace.steps)[0])]
               for name in ("parent", "token", "log_prob", "score", "alive_slot", "finished")}
-    steps, slots = _steps(translator, arrays)
-    return BeamTree(source, source_tokens, k, steps, translation,
-                    translator._tokens(translator.target_tokenizer, row), row,
-                    float(trace.scores.numpy()[0]), _best_path(steps, slots, row))
+    steps, slots = _steps(engine, arrays)
+    return BeamTree(source, source_tokens, k, steps, translation, engine.tokens(row), row,
+                    float(numpy(trace.scores)[0]), _best_path(steps, slots, row))
 
 
-def _steps(translator, arrays):
+def _steps(engine, arrays):
     """`(steps, slots)`: the `BeamCandidate` lists of the trace's `arrays`
     (each `[T, 2K]`) and, per step, each candidate's live beam (-1: none).
     Candidates of no real hypothesis (the first step's copies of beams that
     do not exist yet) are left out."""
     real = arrays["log_prob"] > MASKED_LOGIT / 2  # [T, 2K]
     ids = arrays["token"][real].tolist()
-    strings = iter(translator._tokens(translator.target_tokenizer, ids))
+    strings = iter(engine.tokens(ids))
     steps, slots = [], []
     for t in range(real.shape[0]):
         candidates, step_slots = [], []

@@ -6,25 +6,18 @@ checks of the targets and prefixes a user passes (one each, named).
 
 The numbers are `keras_attention.decoding.score_targets`' and
 `next_token_log_probs`' (one teacher-forced pass, the searches' own
-definitions), run as tf.functions traced once per model and settings.
+definitions), run as the model's `engine.Engine`'s compiled work.
 """
 
 import dataclasses
-import weakref
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from keras_attention._constants import PAD_ID, UNK_ID
 from keras_attention._validation import as_sentences, check_positive_int
-from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import END_ID, START_ID
 from keras_attention.decoding import next_token_log_probs, score_targets
-from keras_attention.translation.searching import _pad_to_bucket, _tokenize_fn
-
-_SCORES = weakref.WeakKeyDictionary()
-_NEXT = weakref.WeakKeyDictionary()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +86,7 @@ def one_per(values, count, name, item, kinds, per="source", note=""):
     return values
 
 
-def target_ids(tokenizer, targets, count, limit):
+def target_ids(engine, targets, count, limit):
     """Each target of `targets` (a list of `count` str or id lists) as target
     ids ending with `[END]`, at most `limit` (a str as the search's output
     would be; an id list as given, `[END]` appended when it has none)."""
@@ -102,20 +95,20 @@ def target_ids(tokenizer, targets, count, limit):
     texts = [i for i, t in enumerate(targets) if isinstance(t, (str, bytes))]
     rows = [None] * count
     if texts:
-        tokenized = _tokenize_fn(tokenizer, limit)(tf.constant(as_sentences(
-            [targets[i] for i in texts], "targets"))).to_list()
+        tokenized = engine.tokenize(as_sentences([targets[i] for i in texts], "targets"),
+                                    "target", limit)
         for i, row in zip(texts, tokenized):
             rows[i] = row
     for i, target in enumerate(targets):
         if rows[i] is None:
-            ids = _vocabulary_ids(tokenizer, target, f"targets[{i}]")
+            ids = _vocabulary_ids(engine.target_tokenizer, target, f"targets[{i}]")
             if not ids or ids[-1] != END_ID:
                 ids = ids[: limit - 1] + [END_ID]
             rows[i] = ids[:limit]
     return rows
 
 
-def prefix_ids(tokenizer, prefixes, count, output_length):
+def prefix_ids(engine, prefixes, count, output_length):
     """`prefixes` (None, or one str / id list / None per sentence) as id
     lists without `[END]` (empty: no prefix), or None when there is none.
     Refused: a count that is not the sentences', an unknown word (its
@@ -131,14 +124,14 @@ def prefix_ids(tokenizer, prefixes, count, output_length):
             rows.append([])
             continue
         if isinstance(prefix, (str, bytes)):
-            ids = _tokenize_fn(tokenizer, output_length + 1)(
-                tf.constant(as_sentences([prefix], name))).to_list()[0][:-1]  # without [END]
+            ids = engine.tokenize(as_sentences([prefix], name), "target",
+                                  output_length + 1)[0][:-1]  # without [END]
             if UNK_ID in ids:
                 raise ValueError(f"`{name}`={prefix!r:.80} has a word the target vocabulary "
                                  "does not know (it tokenizes to [UNK]); a prefix must be "
                                  "made of known words.")
         else:
-            ids = _vocabulary_ids(tokenizer, prefix, name)
+            ids = _vocabulary_ids(engine.target_tokenizer, prefix, name)
             if END_ID in ids:
                 raise ValueError(f"`{name}` holds the end token [END] (id {END_ID}); a prefix "
                                  "is the start of a translation, without it.")
@@ -150,17 +143,17 @@ def prefix_ids(tokenizer, prefixes, count, output_length):
     return rows if any(rows) else None
 
 
-def _compiled_score(model, settings):
-    key = (settings.length_penalty, settings.length_penalty_form)
-    fns = _SCORES.setdefault(model, {})
-    if key not in fns:
-        ids = tf.TensorSpec([None, None], tf.int32)
-        fns[key] = tf.function(
-            lambda sources, targets: score_targets(
-                model, sources, targets, START_ID, END_ID, settings.length_penalty,
-                settings.length_penalty_form),
-            input_signature=[ids, ids], autograph=False)
-    return fns[key]
+def _score_work(engine, settings):
+    """`(sources [B, S], targets [B, T]) -> (token log-probs [B, T], log P
+    [B], scores [B])` with `settings`' length penalty."""
+    key = ("score", settings.length_penalty, settings.length_penalty_form)
+
+    def make():
+        return lambda sources, targets: score_targets(
+            engine.model, sources, targets, START_ID, END_ID, settings.length_penalty,
+            settings.length_penalty_form)
+
+    return engine.work(key, make, 2)
 
 
 def score(translator, sources, targets, batch_size=64, verbose="auto"):
@@ -169,28 +162,26 @@ def score(translator, sources, targets, batch_size=64, verbose="auto"):
     sources = as_sentences(sources, "sources")
     if verbose == "auto":
         verbose = int(len(sources) > batch_size)
-    limit = translator.model.max_length
-    targets = target_ids(translator.target_tokenizer, targets, len(sources), limit)
+    engine = translator.engine
+    limit = engine.limit
+    targets = target_ids(engine, targets, len(sources), limit)
     if not sources:
         return []
-    source_rows = _tokenize_fn(translator.source_tokenizer, limit)(
-        tf.constant(sources)).to_list()
-    run = _compiled_score(translator.model, translator.settings)
-    boundaries = default_bucket_boundaries(limit)
+    source_rows = engine.tokenize(sources)
+    run = _score_work(engine, translator.settings)
     order = list(np.argsort([len(s) + len(t) for s, t in zip(source_rows, targets)],
                             kind="stable"))
     results = [None] * len(sources)
     progbar = keras.utils.Progbar(len(sources), unit_name="sentence") if verbose else None
     for start in range(0, len(order), batch_size):
         batch = order[start : start + batch_size]
-        token_log_probs, totals, scores = run(
-            _pad_to_bucket([source_rows[i] for i in batch], boundaries),
-            _pad_to_bucket([targets[i] for i in batch], boundaries))
-        token_log_probs = token_log_probs.numpy()
+        token_log_probs, totals, scores = (keras.ops.convert_to_numpy(x) for x in run(
+            engine.pad([source_rows[i] for i in batch]),
+            engine.pad([targets[i] for i in batch])))
         for row, i in enumerate(batch):
             ids = targets[i]
             results[i] = TargetScore(
-                tokens=translator._tokens(translator.target_tokenizer, ids), ids=ids,
+                tokens=engine.tokens(ids), ids=ids,
                 log_probs=token_log_probs[row, : len(ids)], log_prob=float(totals[row]),
                 score=float(scores[row]))
         if progbar is not None:
@@ -198,13 +189,10 @@ def score(translator, sources, targets, batch_size=64, verbose="auto"):
     return results
 
 
-def _compiled_next(model):
-    if model not in _NEXT:
-        ids = tf.TensorSpec([None, None], tf.int32)
-        _NEXT[model] = tf.function(
-            lambda sources, prefix: next_token_log_probs(model, sources, prefix, START_ID),
-            input_signature=[ids, ids], autograph=False)
-    return _NEXT[model]
+def _next_work(engine):
+    """`(sources [B, S], prefix [B, P]) -> [B, V]` log P of the next token."""
+    return engine.work("next_token", lambda: lambda sources, prefix: next_token_log_probs(
+        engine.model, sources, prefix, START_ID), 2)
 
 
 def alternatives(translator, source, prefix=None, k=5, temperature=1.0):
@@ -212,6 +200,7 @@ def alternatives(translator, source, prefix=None, k=5, temperature=1.0):
     if not isinstance(source, str):
         raise TypeError(f"`source` must be a string; received {type(source).__name__} "
                         f"{source!r:.60}.")
+    engine = translator.engine
     tokenizer = translator.target_tokenizer
     candidates = tokenizer.vocabulary_size - 1  # every token but padding
     check_positive_int("k", k, maximum=candidates)
@@ -221,21 +210,19 @@ def alternatives(translator, source, prefix=None, k=5, temperature=1.0):
                          f"temperature={temperature!r}.")
     limit = translator.model.max_length
     output_length = translator.settings.output_length(limit)
-    ids = prefix_ids(tokenizer, [prefix], 1, output_length)
+    ids = prefix_ids(engine, [prefix], 1, output_length)
     ids = ids[0] if ids else []
-    source_ids = _tokenize_fn(translator.source_tokenizer, limit)(
-        tf.constant([source])).to_list()[0]
-    if all(t in (PAD_ID, END_ID) for t in source_ids):
+    source_ids = engine.tokenize([source])[0]
+    if engine.is_empty(source_ids):
         # Empty in, empty out: the searches end an empty source at once.
         return [Alternative("[END]", END_ID, 1.0, 0.0)]
-    log_probs = _compiled_next(translator.model)(
-        tf.constant([source_ids], tf.int32),
-        tf.constant([ids], tf.int32) if ids else tf.zeros((1, 0), tf.int32))[0].numpy()
+    log_probs = keras.ops.convert_to_numpy(_next_work(engine)(
+        [source_ids], [ids] if ids else np.zeros((1, 0), np.int32)))[0]
     log_probs = log_probs.astype(np.float64)
     order = np.argsort(-log_probs, kind="stable")[:k]
     scaled = log_probs / temperature
     scaled = np.exp(scaled - np.logaddexp.reduce(scaled[np.isfinite(scaled)]))
-    tokens = translator._tokens(tokenizer, [int(t) for t in order])
+    tokens = engine.tokens([int(t) for t in order])
     return [Alternative(token, int(t), float(scaled[t]), float(log_probs[t]))
             for token, t in zip(tokens, order)]
 

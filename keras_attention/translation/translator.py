@@ -12,30 +12,15 @@ import warnings
 
 import keras
 import numpy as np
-import tensorflow as tf
 
-from keras_attention._constants import PAD_ID
 from keras_attention._deprecation import translate_positional
 from keras_attention._validation import check_bool
 from keras_attention.data.tokenizers import END_ID, START_ID
-from keras_attention.decoding import (
-    DEFAULTS,
-    DecodingSettings,
-    length_penalty,
-    score_targets,
-    search,
-)
+from keras_attention.decoding import DEFAULTS, DecodingSettings, length_penalty, score_targets
 from keras_attention.presets import builtin_presets, classproperty
 from keras_attention.translation import alignment, exports, fine_tuning, forcing, presets
-from keras_attention.translation.searching import (
-    AttentionDetails,
-    SearchResult,
-    _as_sentences,
-    _detokenize_fn,
-    _search,
-    _teacher_forced_fn,
-    _tokenize_fn,
-)
+from keras_attention.translation.engine import engine_of
+from keras_attention.translation.searching import AttentionDetails, SearchResult, as_texts
 
 
 class Translator:
@@ -130,6 +115,19 @@ class Translator:
     early_stopping = property(lambda self: self.settings.early_stopping)
     length_penalty_form = property(lambda self: self.settings.length_penalty_form)
 
+    @property
+    def engine(self):
+        """The `engine.Engine` of the model and tokenizers: the compiled work
+        every method runs (shared by the translators over the same model)."""
+        return engine_of(self.model, self.source_tokenizer, self.target_tokenizer)
+
+    def warm_up(self, wait=True):
+        """Builds what a first `translate` with these settings runs (the
+        search's graph) now, or with `wait=False` in the background, so that
+        no later call runs eagerly (`engine`); returns self."""
+        self.engine.warm_up(self.settings, self.jit_compile, wait)
+        return self
+
     def get_config(self):
         """The decoding settings (the model and tokenizers are saved as files)."""
         return self.settings.to_dict()
@@ -222,19 +220,17 @@ class Translator:
         `num_return_sequences=n` `([B, n, L], [B, n])`. Plain `keras.ops`:
         it traces into a tf.function, an XLA program or a SavedModel (the
         export's graph is this call)."""
-        settings = self.settings
-        return search(self.model, encoder_tokens, settings.output_length(self.model.max_length),
-                      START_ID, END_ID, num_return_sequences=num_return_sequences,
-                      **settings.search_options())
+        return self.engine.search_ids(encoder_tokens, self.settings, num_return_sequences)
 
     def _search(self, texts, batch_size, verbose, num_return_sequences, overrides,
                 target_prefix=None):
-        sentences, settings = _as_sentences(texts), self.settings.replace(**overrides)
-        prefixes = forcing.prefix_ids(self.target_tokenizer, target_prefix, len(sentences),
+        sentences, settings = as_texts(texts), self.settings.replace(**overrides)
+        prefixes = forcing.prefix_ids(self.engine, target_prefix, len(sentences),
                                       settings.output_length(self.model.max_length))
-        return _search(self.model, self.source_tokenizer, self.target_tokenizer, sentences,
-                       settings, batch_size, verbose, num_return_sequences, self.jit_compile,
-                       prefixes)
+        if verbose == "auto":  # a bar when there is more than one batch
+            verbose = int(len(sentences) > batch_size)
+        return self.engine.translate(sentences, settings, batch_size, verbose,
+                                     num_return_sequences, self.jit_compile, prefixes)
 
     # -- forced decoding ---------------------------------------------------------
 
@@ -309,13 +305,9 @@ class Translator:
         (e.g. `search([text]).ids[0]`). What the playground shows.
         """
         source_ids, target_ids, input_ids = self._pair(text, target)
-        details = _teacher_forced_fn(self.model)(
-            tf.constant([source_ids], tf.int32), tf.constant([input_ids], tf.int32))
+        details = self.engine.teacher_forced()([source_ids], [input_ids])
         logits = keras.ops.convert_to_numpy(keras.ops.cast(details["logits"], "float32"))[0]
-        logits = logits.astype(np.float64)  # [T, V]
-        logits[:, PAD_ID] = -np.inf  # as the searches and `score`: padding is never a token
-        peak = logits.max(axis=-1, keepdims=True)
-        table = logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
+        table = self.engine.log_prob_table(logits)  # [T, V]; padding is never a token
         log_probs = table[np.arange(len(target_ids)), target_ids]  # [T]
         score = float(log_probs.sum() / length_penalty(len(target_ids), self.length_penalty,
                                                        self.length_penalty_form))
@@ -333,15 +325,13 @@ class Translator:
         from keras_attention.visualization import AttentionMaps
 
         source_ids, target_ids, input_ids = self._pair(text, target)
-        scores = _teacher_forced_fn(self.model, "attention_scores")(
-            tf.constant([source_ids], tf.int32), tf.constant([input_ids], tf.int32))
+        scores = self.engine.teacher_forced("attention_scores")([source_ids], [input_ids])
 
         def stack(maps):  # L x [1, N, Q, K] -> [L, N, Q, K]
             return np.stack([keras.ops.convert_to_numpy(keras.ops.cast(m, "float32"))[0]
                              for m in maps])
 
-        translation = _detokenize_fn(self.target_tokenizer)(
-            tf.constant([target_ids], tf.int32)).numpy()[0].decode("utf-8")
+        translation = self.engine.detokenize([target_ids])[0]
         return AttentionMaps(
             source_tokens=self._tokens(self.source_tokenizer, source_ids),
             target_tokens=self._tokens(self.target_tokenizer, target_ids),
@@ -380,7 +370,7 @@ class Translator:
         >>> [(a.source_words[s], a.target_words[t]) for s, t in a.links]
         [('The', 'El'), ('book', 'libro'), ('red', 'rojo'), ('.', '.')]
         """
-        return alignment.align(self, _as_sentences(sources), targets, layer, heads, position)
+        return alignment.align(self, as_texts(sources), targets, layer, heads, position)
 
     def beam_tree(self, source, beam_size=None):
         """The beam search of `source` (a str) as a `beam_tree.BeamTree`: each
@@ -413,12 +403,11 @@ class Translator:
             raise TypeError(f"`text` must be a string; received {type(text).__name__} "
                             f"{text!r:.60}.")
         limit = self.model.max_length
-        source_ids = _tokenize_fn(self.source_tokenizer, limit)(tf.constant([text])).to_list()[0]
+        source_ids = self.engine.tokenize([text])[0]
         if target is None:  # `translate([text])`'s search; its ids (no subword strings)
             target_ids = self._search([text], 64, 0, None, {})[2][0]
         elif isinstance(target, str):
-            target_ids = _tokenize_fn(self.target_tokenizer, limit)(
-                tf.constant([target])).to_list()[0]
+            target_ids = self.engine.tokenize([target], "target")[0]
         else:
             target_ids = [int(t) for t in target]
             size = self.target_tokenizer.vocabulary_size
@@ -429,12 +418,9 @@ class Translator:
             target_ids = target_ids[: limit - 1] + [END_ID]
         return source_ids, target_ids, [START_ID] + target_ids[:-1]
 
-    @staticmethod
-    def _tokens(tokenizer, ids):
-        if not len(ids):
-            return []
-        return [t.decode("utf-8", "replace")
-                for t in tokenizer.id_to_token(tf.constant(ids, tf.int32)).numpy()]
+    def _tokens(self, tokenizer, ids):
+        return self.engine.tokens(ids, "source" if tokenizer is self.source_tokenizer
+                                  else "target")
 
     # -- fine-tuning on strings ------------------------------------------------
 

@@ -204,15 +204,15 @@ def test_translations_follow_the_translators_early_stopping(playground_translato
     (the same padded shapes, so the same numbers: this tiny model has near
     ties that other shapes may swap; and its n-best lists are often the same
     under every rule, so the rule is read off the search it compiles)."""
-    from keras_attention.translation import searching
+    from keras_attention.translation.engine import Engine
 
-    compiled, rules = searching._compiled_search, []
+    compiled, rules = Engine.search_work, []
 
-    def watched(*args):
-        rules.append(args[1].early_stopping)  # (model, settings, ...)
-        return compiled(*args)
+    def watched(self, settings, *args, **kwargs):
+        rules.append(settings.early_stopping)
+        return compiled(self, settings, *args, **kwargs)
 
-    monkeypatch.setattr(searching, "_compiled_search", watched)
+    monkeypatch.setattr(Engine, "search_work", watched)
     for early_stopping in ("never", True, False):
         translator = playground_translator.with_settings(early_stopping=early_stopping)
         for text in SENTENCES[:2]:

@@ -1,0 +1,502 @@
+"""The translation engine: one object per model and its two tokenizers that
+owns the compiled work behind every translation (CTranslate2's
+`Translator`, keras-hub's `Seq2SeqLM.generate` and flax's `examples/wmt`
+decode are the anchors). `Translator`, the playground, `translate_file`,
+the beam tree, attributions and the SavedModel's functions all go through
+it: no other module keeps compiled functions.
+
+What it owns:
+
+- the compiled functions (`Engine.work`), keyed by what they compute (a
+  `DecodingSettings` value, the number of returned sequences, ...), each a
+  `Work` that runs eagerly, as a graph or as XLA programs (below);
+- length bucketing (`Engine.pad`), ids <-> strings (`tokenize`,
+  `detokenize`, `tokens`) and the empty-input rule (`is_empty`);
+- the one place that turns logits into next-token log-probabilities for the
+  tables the inspection tools show (`log_prob_table`); the searches and
+  `score` use `keras_attention.decoding`'s, which share its definition
+  (padding is never a token);
+- batching of concurrent callers: threads that translate through one
+  engine at the same time are served together, in arrival order
+  (`Engine.translate`).
+
+The model interface is the `Transformer`'s public methods (`encode`,
+`initialize_cache`, `decode_step`, `decode_full`, `attention_details`):
+our models, converted Marian (OPUS-MT) models and keras-hub's
+`TransformerSeq2SeqLM` (whose backbone is a `Transformer`) all implement it,
+so the engine never asks which family a model is.
+
+How a first answer comes in seconds (2-core CPU; docs/speed.md): a `Work`
+never makes a caller wait for a compilation.
+
+1. Until its tf.function graph is built, a call runs the same `keras.ops`
+   code eagerly (a sentence in 0.4-1 s, no tracing), and the graph is then
+   traced and instantiated by the engine's background thread (3-4 s).
+2. The graph has one trace for every shape (`[None, None]` signatures):
+   a sentence of a new length costs no compilation.
+3. With `jit_compile`, each batch shape (power-of-two rows times a bucket
+   length) also gets an XLA program (2-4x faster per step), compiled in
+   the background the first time the shape is seen; its batches run the
+   graph until the program is ready.
+
+The three paths compute the same formula with the same operations; their
+numbers agree to float32 rounding (the tokens are the same but for exact
+ties). `Engine.warm_up` builds what the defaults need ahead of a first
+request (the playground calls it at start), and `wait=True` waits for it.
+"""
+
+import atexit
+import os
+import queue
+import threading
+import weakref
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from keras_attention._constants import PAD_ID
+from keras_attention._validation import check_positive_int
+from keras_attention.data.pipeline import default_bucket_boundaries
+from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
+from keras_attention.decoding import check_num_return_sequences, search
+from keras_attention.layers import xla_ops_allowed
+
+# The engines of each model: one per (model, source tokenizer, target
+# tokenizer), shared by every translator over them (`with_settings` copies).
+_ENGINES = weakref.WeakKeyDictionary()
+_ENGINES_LOCK = threading.Lock()
+IDS = tf.TensorSpec([None, None], tf.int32)
+
+
+def engine_of(model, source_tokenizer, target_tokenizer):
+    """The `Engine` of `model` and its tokenizers (made on first use)."""
+    with _ENGINES_LOCK:
+        engines = _ENGINES.setdefault(model, {})
+        key = (id(source_tokenizer), id(target_tokenizer))
+        engine = engines.get(key)
+        if engine is None or engine.source_tokenizer is not source_tokenizer:
+            engine = engines[key] = Engine(model, source_tokenizer, target_tokenizer)
+        return engine
+
+
+def pad_to_bucket(rows, boundaries, batch_rows=None):
+    """int32 `[B, L]` of `rows` (id lists) with L the smallest of
+    `boundaries` that fits (few distinct shapes). With `batch_rows`, B is
+    that many rows: copies of the first row fill the rest (a copy ends when
+    its original does)."""
+    longest = max(len(r) for r in rows)
+    length = next((b for b in boundaries if b >= longest), longest)
+    out = np.zeros((max(len(rows), batch_rows or 0), length), np.int32)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = row
+    out[len(rows):] = out[0]
+    return out
+
+
+COMPILE_MODES = ("background", "wait")
+
+
+def _background_enabled():
+    """Whether `Work`s answer at once and compile in the background
+    (`KERAS_ATTENTION_COMPILE=background`, the default), or every call waits
+    for its compiled form (`wait`: the XLA program of its shape with
+    `jit_compile`, else the graph), so that every number comes from one
+    path (reproducible to the last bit, as before the engine)."""
+    mode = os.environ.get("KERAS_ATTENTION_COMPILE", "background")
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"KERAS_ATTENTION_COMPILE={mode!r}; expected one of {COMPILE_MODES}.")
+    return mode == "background"
+
+
+class _Builder:
+    """The engine's one background thread: builds graphs and XLA programs
+    one at a time. At exit, queued builds are dropped and the one under way
+    is waited for (TensorFlow must not be torn down under a running build)."""
+
+    def __init__(self):
+        self._jobs = queue.Queue()
+        self._thread = None
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def submit(self, job):
+        with self._lock:
+            if self._stopped:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="keras_attention-engine-builder")
+                self._thread.start()
+                atexit.register(self.stop)
+        self._jobs.put(job)
+
+    def stop(self):
+        """Drops the queued builds and waits for the one under way."""
+        with self._lock:
+            self._stopped = True
+        while True:
+            try:
+                self._jobs.get_nowait()
+            except queue.Empty:
+                break
+        self._jobs.put(None)
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self):
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - a failed build leaves the eager path
+                pass
+            finally:
+                self._jobs.task_done()
+
+    def wait(self):
+        """Waits until every build queued so far is done."""
+        if not self._stopped:
+            self._jobs.join()
+
+
+_BUILDER = _Builder()  # one build at a time, whichever engine asked: the cores answer
+
+
+class Work:
+    """One computation of the engine (`fn`, a function of int32 `[B, L]`
+    id tensors made of `keras.ops`) and its compiled forms: a tf.function
+    graph with one trace for every shape and, with `jit_compile`, an XLA
+    program per concrete shape. Calling it never waits for a compilation
+    (the module's docstring); `build(*args)` builds the graph now."""
+
+    def __init__(self, engine, name, fn, num_args, jit_compile=False):
+        self.name, self.fn, self._engine = name, fn, engine
+        signature = [IDS] * num_args
+        self.graph = tf.function(fn, input_signature=signature, autograph=False)
+        self.xla = (tf.function(fn, input_signature=signature, jit_compile=True,
+                                autograph=False) if jit_compile else None)
+        self._graph_ready = threading.Event()
+        self._graph_queued = False
+        self._xla_ready, self._xla_queued = set(), set()
+        self._lock = threading.Lock()
+
+    @property
+    def ready(self):
+        """Whether the graph is built (calls no longer run eagerly)."""
+        return self._graph_ready.is_set()
+
+    def __call__(self, *args):
+        args = [tf.convert_to_tensor(a, tf.int32) for a in args]
+        background = _background_enabled()
+        if self.xla is not None:
+            shape = tuple(tuple(a.shape) for a in args)
+            if shape in self._xla_ready or not background:
+                return self.xla(*args)
+            if self.ready:
+                self._queue_xla(shape, args)
+        if self.ready:
+            return self.graph(*args)
+        if not background:
+            return self.build(*args)
+        outputs = self.fn(*args)  # eagerly: no trace, no wait
+        self._queue_graph(args)
+        return outputs
+
+    def build(self, *args):
+        """Builds the graph (traced and instantiated on `args`) and returns
+        its outputs on them."""
+        outputs = self.graph(*args)
+        self._graph_ready.set()
+        return outputs
+
+    def _queue_graph(self, args):
+        with self._lock:
+            if self._graph_queued:
+                return
+            self._graph_queued = True
+        self._engine.builder.submit(lambda: self.build(*args))
+
+    def _queue_xla(self, shape, args):
+        with self._lock:
+            if shape in self._xla_queued:
+                return
+            self._xla_queued.add(shape)
+
+        def compile_shape():
+            self.xla(*args)
+            self._xla_ready.add(shape)
+
+        self._engine.builder.submit(compile_shape)
+
+
+class _Request:
+    __slots__ = ("rows", "result", "error", "done")
+
+    def __init__(self, rows):
+        self.rows, self.result, self.error, self.done = rows, None, None, False
+
+
+class Engine:
+    """One model and its tokenizers, with the compiled work that translates
+    with them (`engine_of(model, source_tokenizer, target_tokenizer)` gives
+    the shared one). Shape legend: B batch, S source length, T target
+    length, L output length, V target vocabulary."""
+
+    def __init__(self, model, source_tokenizer, target_tokenizer):
+        self.model = model
+        self.source_tokenizer = source_tokenizer
+        self.target_tokenizer = target_tokenizer
+        self.limit = model.max_length
+        self.boundaries = default_bucket_boundaries(self.limit)
+        self.builder = _BUILDER
+        self._works, self._objects = {}, {}
+        self._lock = threading.Lock()
+        # Concurrent `translate` calls with the same options, served together.
+        self._waiting = threading.Condition()
+        self._queues, self._leaders = {}, set()
+        self._tokenizers = {}
+
+    # -- compiled work -----------------------------------------------------------
+
+    def work(self, key, make_fn, num_args=1, jit_compile=False):
+        """The `Work` of `key` (any hashable naming what it computes; the
+        state that tracing reads, `xla_ops_allowed()`, is added), made with
+        `make_fn()` on first use."""
+        key = (key, xla_ops_allowed(), bool(jit_compile))
+        with self._lock:
+            if key not in self._works:
+                self._works[key] = Work(self, str(key[0]), make_fn(), num_args, jit_compile)
+            return self._works[key]
+
+    def cached(self, key, make):
+        """A derived object of this model (e.g. attribution's float32 twin),
+        made once with `make()`."""
+        with self._lock:
+            if key not in self._objects:
+                self._objects[key] = make()
+            return self._objects[key]
+
+    def search_work(self, settings, num_return_sequences=None, jit_compile=False,
+                    with_prefix=False):
+        """The search of `settings` (a `DecodingSettings`): `(tokens [B, S]
+        (, prefix [B, P])) -> (ids [B, L] or [B, n, L], scores [B] or [B, n])`."""
+        max_length = settings.output_length(self.limit)
+        settings = settings.replace(max_output_length=max_length)
+
+        def make():
+            def run(tokens, prefix=None):
+                return self.search_ids(tokens, settings, num_return_sequences, prefix)
+            return run
+
+        return self.work(("search", settings, num_return_sequences, with_prefix), make,
+                         2 if with_prefix else 1, jit_compile)
+
+    def search_ids(self, encoder_tokens, settings, num_return_sequences=None,
+                   target_prefix=None):
+        """The search on ids (plain `keras.ops`; the SavedModel traces it)."""
+        return search(self.model, encoder_tokens, settings.output_length(self.limit),
+                      START_ID, END_ID, num_return_sequences=num_return_sequences,
+                      target_prefix=target_prefix, **settings.search_options())
+
+    def teacher_forced(self, method="attention_details"):
+        """`model.<method>` (`attention_details`, `attention_scores`) on
+        `([B, S], [B, T])` ids."""
+        return self.work(("teacher_forced", method), lambda: getattr(self.model, method), 2)
+
+    def warm_up(self, settings, jit_compile=False, wait=False):
+        """Builds the graph of `settings`' search (and with `jit_compile`
+        the XLA program of one short sentence's shape) now (`wait=True`) or
+        in the background: what a first request needs."""
+        work = self.search_work(settings, jit_compile=jit_compile)
+        args = [tf.constant(self.search_batch([[END_ID]], jit_compile, 1))]
+        if wait or not _background_enabled():
+            work.build(*args)
+            if work.xla is not None:
+                work.xla(*args)
+                work._xla_ready.add(tuple(tuple(a.shape) for a in args))
+        elif not work.ready:
+            work._queue_graph(args)
+        return work
+
+    def wait(self):
+        """Waits for the background builds queued so far (every engine's:
+        they share one builder thread)."""
+        self.builder.wait()
+
+    # -- ids <-> strings ---------------------------------------------------------
+
+    def _tokenizer(self, side):
+        return self.source_tokenizer if side == "source" else self.target_tokenizer
+
+    def tokenize(self, texts, side="source", limit=None):
+        """`texts` (a list of str) -> one list of ids per text, `[END]` last,
+        at most `limit` (default the model's `max_length`) long."""
+        limit = limit or self.limit
+        key = (side, limit)
+        if key not in self._tokenizers:
+            tokenizer = self._tokenizer(side)
+            self._tokenizers[key] = tf.function(
+                lambda x: tokenize_with_end(tokenizer, x, limit),
+                input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+        if not len(texts):
+            return []
+        return self._tokenizers[key](tf.constant(texts)).to_list()
+
+    def detokenize(self, ids):
+        """int `[N, L]` target ids -> N str."""
+        if "detokenize" not in self._tokenizers:
+            self._tokenizers["detokenize"] = tf.function(
+                self.target_tokenizer.detokenize, input_signature=[IDS], autograph=False)
+        ids = tf.convert_to_tensor(ids, tf.int32)
+        if ids.shape[0] == 0:
+            return []
+        return [t.decode("utf-8") for t in self._tokenizers["detokenize"](ids).numpy()]
+
+    def tokens(self, ids, side="target"):
+        """The subword strings of `ids` (a list of ints)."""
+        if not len(ids):
+            return []
+        return [t.decode("utf-8", "replace") for t in
+                self._tokenizer(side).id_to_token(tf.constant(ids, tf.int32)).numpy()]
+
+    @staticmethod
+    def is_empty(source_ids):
+        """The empty-input rule: a source with no token but padding and
+        `[END]` translates to "" ([END] alone, score 0) on every path."""
+        return all(t in (PAD_ID, END_ID) for t in source_ids)
+
+    @staticmethod
+    def log_prob_table(logits):
+        """float `[T, V]` logits -> float64 `[T, V]` log-probabilities with
+        padding out of the softmax (-inf), as the searches and `score` count."""
+        logits = np.array(logits, np.float64)
+        logits[:, PAD_ID] = -np.inf
+        peak = logits.max(axis=-1, keepdims=True)
+        return logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
+
+    # -- bucketing ---------------------------------------------------------------
+
+    def pad(self, rows, batch_rows=None):
+        """`pad_to_bucket` with this model's bucket lengths."""
+        return pad_to_bucket(rows, self.boundaries, batch_rows)
+
+    @staticmethod
+    def compiled_batch_size(rows, batch_size):
+        """Rows of a batch the XLA programs run: the next power of two, at
+        most `batch_size` (a handful of batch sizes bounds the programs)."""
+        return min(batch_size, 1 << (rows - 1).bit_length())
+
+    def search_batch(self, rows, jit_compile, batch_size):
+        """The int32 batch the search runs for `rows`: a bucket length and,
+        under XLA, `compiled_batch_size` rows, so that one sentence gets the
+        same shapes (and numbers) whichever door it came through."""
+        batch_rows = self.compiled_batch_size(len(rows), batch_size) if jit_compile else None
+        return self.pad(rows, batch_rows)
+
+    # -- translating -------------------------------------------------------------
+
+    def translate(self, sentences, settings, batch_size=64, verbose=0,
+                  num_return_sequences=None, jit_compile=False, target_prefixes=None):
+        """`(texts, scores, ids)` of `sentences` (a list of str) in the input
+        order; `ids`: each translation's target ids, `[END]` included when it
+        was generated, without padding. `target_prefixes`: None, or one id
+        list (no `[END]`; empty: free) per sentence, which its translations
+        start with. With `num_return_sequences=n`, each element is a list of
+        the n best.
+
+        Calls from several threads with the same options while a batch runs
+        are batched together (in arrival order; each group waits for at most
+        the group before it), unless they show progress or have prefixes."""
+        check_positive_int("batch_size", batch_size)
+        check_num_return_sequences(num_return_sequences, settings.beam_size)
+        if not sentences:
+            return [], [], []
+        rows = self.tokenize(sentences)
+        with_prefix = target_prefixes is not None and any(target_prefixes)
+        options = (settings, num_return_sequences, bool(jit_compile), batch_size)
+        if verbose or with_prefix or len(rows) > batch_size:
+            return self._translate_rows(rows, options, verbose,
+                                        target_prefixes if with_prefix else None)
+        return self._together(rows, options)
+
+    def _together(self, rows, options):
+        """Group commit: the first caller of a group runs every request
+        queued with the same `options`; the others wait for its results."""
+        request = _Request(rows)
+        with self._waiting:
+            self._queues.setdefault(options, []).append(request)
+            while not request.done and options in self._leaders:
+                self._waiting.wait()
+            if request.done:
+                return self._result(request)
+            self._leaders.add(options)
+            group = self._queues.pop(options)
+        try:
+            every = [row for r in group for row in r.rows]
+            texts, scores, ids = self._translate_rows(every, options, 0, None)
+            start = 0
+            for r in group:
+                end = start + len(r.rows)
+                r.result = texts[start:end], scores[start:end], ids[start:end]
+                start = end
+        except BaseException as error:  # every caller of the group gets it
+            for r in group:
+                r.error = error
+        finally:
+            with self._waiting:
+                for r in group:
+                    r.done = True
+                self._leaders.discard(options)
+                self._waiting.notify_all()
+        return self._result(request)
+
+    @staticmethod
+    def _result(request):
+        if request.error is not None:
+            raise request.error
+        return request.result
+
+    def _translate_rows(self, ids, options, verbose, target_prefixes):
+        settings, n, jit_compile, batch_size = options
+        # Shortest first, so that a batch's sources have similar lengths. (Empty
+        # in, empty out is the search's: an empty source gives [END] alone, "".)
+        order = list(np.argsort([len(row) for row in ids], kind="stable"))
+        work = self.search_work(settings, n, jit_compile, target_prefixes is not None)
+        count = len(ids)
+        if n is None:
+            translations, scores, output_ids = [""] * count, [0.0] * count, [[]] * count
+        else:
+            translations = [[""] * n for _ in range(count)]
+            scores = [[0.0] * n for _ in range(count)]
+            output_ids = [[[] for _ in range(n)] for _ in range(count)]
+        progbar = keras.utils.Progbar(count, unit_name="sentence") if verbose else None
+        for start in range(0, count, batch_size):
+            batch = order[start : start + batch_size]
+            inputs = [self.search_batch([ids[i] for i in batch], jit_compile, batch_size)]
+            if target_prefixes is not None:
+                inputs.append(self.search_batch([target_prefixes[i] for i in batch],
+                                                jit_compile, batch_size))
+            tokens, batch_scores = work(*inputs)
+            tokens = keras.ops.convert_to_numpy(tokens)[: len(batch)]
+            batch_scores = keras.ops.convert_to_numpy(batch_scores)[: len(batch)]
+            flat_tokens = tokens.reshape(-1, tokens.shape[-1])  # [b, L] or [b * n, L]
+            flat = self.detokenize(flat_tokens)
+            rows = [[int(t) for t in row if t != PAD_ID] for row in flat_tokens]
+            if n is None:
+                texts, batch_ids = flat, rows
+                batch_scores = [float(x) for x in batch_scores]
+            else:
+                texts = [flat[j : j + n] for j in range(0, len(flat), n)]
+                batch_ids = [rows[j : j + n] for j in range(0, len(rows), n)]
+                batch_scores = [[float(x) for x in row] for row in batch_scores]
+            for i, text, score, row in zip(batch, texts, batch_scores, batch_ids):
+                translations[i], scores[i], output_ids[i] = text, score, row
+            if progbar is not None:
+                progbar.add(len(batch))
+        return translations, scores, output_ids
+
+
+__all__ = ["Engine", "Work", "engine_of", "pad_to_bucket"]

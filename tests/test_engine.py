@@ -1,0 +1,166 @@
+"""The translation engine (`keras_attention.translation.engine`): its
+contract on each model family (ours, a converted Marian model, keras-hub's
+task), the background compilation a first answer relies on, and many
+callers at once. The rest of the suite decodes in `KERAS_ATTENTION_COMPILE=wait`
+(tests/conftest.py: one path, so numbers compared across doors are equal to
+the bit); these tests run what users run, `background`."""
+
+import pathlib
+import threading
+
+import numpy as np
+import pytest
+
+from keras_attention import Translator
+from keras_attention.translation.engine import Engine, Work, engine_of
+from tests.helpers import ENGLISH, untrained_translator
+
+MARIAN = pathlib.Path(__file__).resolve().parent / "fixtures" / "marian" / "shared_swish"
+SOURCES = ["the red book is on the table", "where is the cat", "", "we did not see it",
+           "the small green house is near the big old church by the river"]
+
+
+@pytest.fixture
+def background(monkeypatch):
+    monkeypatch.setenv("KERAS_ATTENTION_COMPILE", "background")
+
+
+FAMILIES = {
+    "ours": untrained_translator,
+    "marian": lambda: Translator.from_preset(str(MARIAN), jit_compile=False),
+    "keras_hub": lambda: Translator.from_keras_hub_task(
+        untrained_translator().as_keras_hub_task(), jit_compile=False),
+}
+
+
+def _count_eager(monkeypatch):
+    """A list that grows by one for each `Work` call that ran eagerly."""
+    eager, original = [], Work.__call__
+
+    def counted(self, *args):
+        before = self.ready
+        outputs = original(self, *args)
+        if not before:
+            eager.append(self.name)
+        return outputs
+
+    monkeypatch.setattr(Work, "__call__", counted)
+    return eager
+
+
+@pytest.mark.parametrize("family", ["ours", "marian", "keras_hub"])
+def test_every_family_answers_eagerly_then_from_its_graph_alike(family, background,
+                                                                monkeypatch):
+    """The first call runs eagerly (no wait for a trace), the graph is built
+    in the background, and both give the same translations, with scores
+    equal to float32 rounding; the empty sentence is "" on both paths."""
+    translator = FAMILIES[family]()
+    eager = _count_eager(monkeypatch)
+    engine = translator.engine
+    assert engine is engine_of(translator.model, translator.source_tokenizer,
+                               translator.target_tokenizer)
+    assert translator.with_settings(beam_size=3).engine is engine  # one per model
+    first, first_scores = translator.translate(SOURCES, return_scores=True)
+    assert eager and first[2] == "" and first_scores[2] == 0.0
+    engine.wait()
+    work = engine.search_work(translator.settings)
+    assert work.ready
+    eager.clear()
+    again, scores = translator.translate(SOURCES, return_scores=True)
+    assert not eager
+    assert again == first
+    np.testing.assert_allclose(scores, first_scores, rtol=1e-5, atol=1e-5)
+    # Score, alternatives and the beam tree go through the engine too: eager
+    # first, then from their graphs, alike.
+    calls = {"score": lambda: translator.score(SOURCES[:2], first[:2])[1].log_probs,
+             "alternatives": lambda: [a.log_prob for a in translator.alternatives(SOURCES[0])],
+             "beam tree": lambda: translator.beam_tree(SOURCES[1]).score}
+    eager.clear()
+    before = {name: call() for name, call in calls.items()}
+    assert len(eager) == 3
+    engine.wait()
+    eager.clear()
+    for name, call in calls.items():
+        np.testing.assert_allclose(call(), before[name], rtol=1e-5, atol=1e-5, err_msg=name)
+    assert not eager
+    assert translator.beam_tree(SOURCES[1]).translation == first[1]
+
+
+def test_xla_programs_compile_in_the_background(background):
+    """With `jit_compile`, a batch shape's XLA program is compiled in the
+    background; until it is, the graph answers; then the program does, with
+    the same translations."""
+    translator = untrained_translator().with_settings(jit_compile=True)
+    work = translator.engine.search_work(translator.settings, jit_compile=True)
+    expected = translator.translate(SOURCES[:2])  # eager; queues the graph
+    translator.engine.wait()
+    assert work.ready and not work._xla_ready
+    assert translator.translate(SOURCES[:2]) == expected  # the graph; queues the program
+    translator.engine.wait()
+    assert len(work._xla_ready) == 1
+    assert translator.translate(SOURCES[:2]) == expected  # the XLA program
+
+
+def test_warm_up_builds_before_the_first_request(background, monkeypatch):
+    translator = untrained_translator()
+    eager = _count_eager(monkeypatch)
+    assert translator.warm_up() is translator
+    translator.translate([SOURCES[0]])
+    assert not eager
+
+
+def test_wait_mode_never_runs_eagerly(monkeypatch):
+    monkeypatch.setenv("KERAS_ATTENTION_COMPILE", "wait")
+    translator = untrained_translator()
+    eager = _count_eager(monkeypatch)
+    translator.translate([SOURCES[0]])
+    assert len(eager) == 1  # the call that built the graph, and waited for it
+    assert translator.engine.search_work(translator.settings).ready
+    monkeypatch.setenv("KERAS_ATTENTION_COMPILE", "later")
+    with pytest.raises(ValueError, match="KERAS_ATTENTION_COMPILE='later'"):
+        translator.translate(["again"])
+
+
+def test_threads_get_the_sequential_results_batched_together(background, monkeypatch):
+    """8 threads translating through one translator get exactly what one
+    caller at a time gets, and their requests are batched together (fewer
+    searches than requests)."""
+    translator = untrained_translator()
+    translator.warm_up()
+    sentences = ENGLISH[:8]
+    expected = [translator.translate([s], return_scores=True) for s in sentences]
+    runs, original = [], Engine._translate_rows
+
+    def counted(self, ids, *args):
+        runs.append(len(ids))
+        return original(self, ids, *args)
+
+    monkeypatch.setattr(Engine, "_translate_rows", counted)
+    barrier, results = threading.Barrier(len(sentences)), [None] * len(sentences)
+
+    def call(i):
+        barrier.wait()
+        results[i] = translator.translate([sentences[i]], return_scores=True)
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(sentences))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r[0] for r in results] == [e[0] for e in expected]
+    np.testing.assert_allclose([r[1] for r in results], [e[1] for e in expected],
+                               rtol=1e-5, atol=1e-5)
+    assert sum(runs) == len(sentences) and len(runs) < len(sentences)
+
+
+def test_an_error_reaches_every_caller_of_its_group(background, monkeypatch):
+    translator = untrained_translator()
+
+    def broken(self, ids, *args):
+        raise RuntimeError("the search failed")
+
+    monkeypatch.setattr(Engine, "_translate_rows", broken)
+    with pytest.raises(RuntimeError, match="the search failed"):
+        translator.translate(["the cat"])
+    monkeypatch.undo()
+    assert translator.translate([""]) == [""]  # the engine is not left locked
