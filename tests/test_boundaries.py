@@ -98,8 +98,10 @@ FLOORS = (
     # The playground: a consumer of a translator (and its web page).
     ("keras_attention.playground",),
     # The facade: `import keras_attention` registers the Keras objects and
-    # offers `Translator`; no module of the package imports it.
-    ("keras_attention",),
+    # offers `Translator`; no module of the package imports it. Beside it,
+    # the package's command line (`python -m keras_attention`), which runs
+    # after it and uses the floors below.
+    ("keras_attention", "keras_attention.__main__"),
     # What uses the package; the library never imports them.
     ("recipes", "benchmarks", "tests"),
 )
