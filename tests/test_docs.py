@@ -5,11 +5,11 @@
   one fresh process of the `fresh_process` fixture, with the
   shared trained run (`tiny_run`, `tiny_export`) in place of
   `runs/translation`. A block in no group fails `test_every_python_block_is_in_one_group`.
-- ```bash blocks: every `python3 run.py ...`, `python3 recipes/translation/X.py ...`
-  and `python3 benchmarks/X.py ...` line: the script exists and its argument
-  parser accepts the flags (parsed in-process, nothing is run). Other shell
-  commands are checked where that is cheap, or listed in `NOT_RUN` with the
-  reason.
+- ```bash blocks: every `python3 run.py ...`, `python3 recipes/translation/X.py ...`,
+  `python3 benchmarks/X.py ...` and `python -m keras_attention ...` line: the
+  script exists and its argument parser accepts the flags (parsed in-process,
+  nothing is run). Other shell commands are checked where that is cheap, or
+  listed in `NOT_RUN` with the reason.
 - benchmarks/results/: every file parses; the dated ones have the keys of a
   run record.
 """
@@ -58,6 +58,7 @@ GROUPS = {
     ("docs/serving.md", "ctranslate2"): ["export_ctranslate2"],
     ("docs/playground.md", "html"): ["attention_html"],
     ("docs/hugging_face.md", "marian"): ['"hf://Helsinki-NLP/opus-mt-en-es"'],
+    ("docs/files.md", "files"): ['merge(["part0.es"'],
 }
 
 # Shell commands of the docs that are not run here, and why.
@@ -408,6 +409,22 @@ def test_serving_ctranslate2_block(tiny_run, tmp_path):
     assert (tmp_path / "ct2_model" / "model.bin").exists()
 
 
+def test_files_guide_block(tiny_run, tmp_path):
+    """docs/files.md's Python block, as written, on the shared run: the file
+    translates to one line per line (n-best with scores), and the merged
+    shards are what one unsharded run with the same chunks writes."""
+    from keras_attention.translation.files import translate_file
+
+    _, workdir, _ = tiny_run
+    namespace = {}
+    with _cwd(tmp_path):
+        exec(_code("docs/files.md", "files", _run_replacements(workdir)), namespace)  # noqa: S102
+        translate_file(namespace["translator"], "sentences.en", "whole.es", chunk_size=1)
+    lines = (tmp_path / "sentences.es").read_text(encoding="utf-8").split("\n")
+    assert len(lines) == 4 and lines[1] == lines[3] == "" and len(lines[0].split("\t")) == 4
+    assert (tmp_path / "merged.es").read_bytes() == (tmp_path / "whole.es").read_bytes()
+
+
 def test_playground_html_block(tiny_run, tmp_path):
     _, workdir, _ = tiny_run
     code = _code("docs/playground.md", "html", _run_replacements(workdir))
@@ -447,7 +464,7 @@ _MODULES = {}
 def _script_main(path):
     """`main` of a script of the repository, imported once without running it."""
     if path not in _MODULES:
-        if path.startswith("recipes/"):
+        if path.startswith(("recipes/", "keras_attention/")):
             _MODULES[path] = importlib.import_module(path[:-3].replace("/", "."))
         else:  # a benchmark, loaded as tests/helpers.run_benchmark loads it
             folder = os.path.join(ROOT, "benchmarks")
@@ -538,12 +555,14 @@ def _check_python(line, argv):
         module, args = args[1], args[2:]
         if module in ("json.tool", "pytest", "pip"):
             return module
-        script = module.replace(".", "/") + ".py"
+        # A package runs its __main__ (python -m keras_attention).
+        script = module.replace(".", "/") + ("/__main__.py" if module == "keras_attention"
+                                             else ".py")
     else:
         script, args = args[0], args[1:]
     if script == "run.py":
         _check_run_py(args)
-    elif script.startswith(("recipes/translation/", "benchmarks/")):
+    elif script.startswith(("recipes/translation/", "benchmarks/", "keras_attention/")):
         _parse(script, args)
     else:
         raise AssertionError(f"{line!r}: a python script the docs test does not know")
