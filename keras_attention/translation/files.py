@@ -92,7 +92,10 @@ def translate_file(translator, source, target, *, batch_size=64, chunk_size=DEFA
     """Translates the text file `source` line by line into `target`, in
     constant memory, resumable: run the same call again after an exception,
     Ctrl-C or `kill -9` and it continues where the last finished chunk
-    ended (module docstring; docs/files.md).
+    ended (module docstring; docs/files.md). A resumed or sharded run writes
+    the bytes of an uninterrupted one when every chunk is decoded on one
+    path: `KERAS_ATTENTION_COMPILE=wait` (the command sets it), not eagerly
+    while the compiled program builds in the background.
 
     Args:
         translator: a `keras_attention.Translator` (anything with its
