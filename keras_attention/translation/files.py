@@ -183,7 +183,8 @@ def translate_file(translator, source, target, *, batch_size=64, chunk_size=DEFA
             _write_json(target + SHARD_SUFFIX, {**record, "lines": total, "size": out.tell(),
                                                 "sha256": _sha256(partial)})
         os.replace(partial, target)
-    os.remove(progress)
+    with contextlib.suppress(FileNotFoundError):  # none when no chunk was this call's
+        os.remove(progress)
     bar.close()
     return FileSummary(total, sentences, resumed, round(time.perf_counter() - started, 3))
 
@@ -414,6 +415,7 @@ def _resume_point(progress, record, out, say, target):
                 f"(recorded in {progress}).")
             return state
         say(f"Starting {target} over: {why}.")
+        os.remove(progress)
     out.truncate(0)
     out.seek(0)
     return start

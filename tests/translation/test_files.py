@@ -86,6 +86,19 @@ def test_one_output_line_per_input_line_in_input_order(tmp_path):
     assert not _leftovers(tmp_path / "out.txt")
 
 
+def test_an_empty_file_and_a_shard_without_chunks_give_empty_outputs(tmp_path):
+    empty = _write(tmp_path / "empty.txt", "")
+    assert translate_file(StandIn(), empty, tmp_path / "out.txt", verbose=0).lines == 0
+    assert (tmp_path / "out.txt").read_bytes() == b"" and not _leftovers(tmp_path / "out.txt")
+    source = _write(tmp_path / "in.txt", "a\nb\n")
+    for i in range(3):  # one chunk each for shards 0 and 1, none for shard 2
+        translate_file(StandIn(), source, tmp_path / f"part{i}", chunk_size=1, shard=(i, 3),
+                       verbose=0)
+    assert (tmp_path / "part2").read_bytes() == b""
+    merge([tmp_path / f"part{i}" for i in range(3)], tmp_path / "merged.txt")
+    assert (tmp_path / "merged.txt").read_bytes() == b"A\nB\n"
+
+
 def test_chunks_are_translated_whole_and_written_in_order(tmp_path):
     text = _lines(50)
     source = _write(tmp_path / "in.txt", text)
