@@ -249,13 +249,15 @@ class PlaygroundServer:
         return lines
 
     def warm_up(self):
-        """Builds the graphs a visitor's translation runs (the search and the
-        teacher-forced pass: `Translator.warm_up`, a few seconds) and
-        translates the example once, so the first typed sentence does not
-        wait and runs no eager fallback (`translation.engine`)."""
+        """Builds the graphs a visitor's translation runs (the n-best search
+        and the teacher-forced pass; a few seconds) by translating the
+        example and waiting for the engine's background builds, so that the
+        first typed sentence, of any length, runs compiled work
+        (`translation.engine`)."""
         self.translator.warm_up(wait=True)
-        analyze(self.translator, self.info["example"])
+        analyze(self.translator, self.info["example"])  # queues what a request builds
         self.translator.engine.teacher_forced().build([[END_ID]], [[START_ID]])
+        self.translator.engine.wait()  # the n-best search's graph and the example's XLA
 
     def serve_forever(self):
         """Serves until `shutdown()` (or Ctrl+C in the caller)."""

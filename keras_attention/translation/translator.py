@@ -186,6 +186,17 @@ class Translator:
 
     generate = translate  # keras-hub's name
 
+    def translate_file(self, source, target, **options):
+        """Translates the text file `source` into `target` line by line,
+        streamed in constant memory and resumable after a kill (the same call
+        continues), a shard of it with `shard=(i, n)`: `files.translate_file`
+        (its options: `batch_size`, `chunk_size`, `column`,
+        `num_return_sequences`, `return_scores`, `errors`, `verbose` and
+        decoding settings; docs/files.md). Returns its `FileSummary`."""
+        from keras_attention.translation import files
+
+        return files.translate_file(self, source, target, **options)
+
     def translate_with_scores(self, texts, *args, **kwargs):
         """Deprecated: `translate(..., return_scores=True)`, `(translations, scores)`."""
         warnings.warn("Translator.translate_with_scores is deprecated; use "

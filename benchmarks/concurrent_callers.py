@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Many callers at once (issue 65, part 4): sentences/s of 8 concurrent
+callers against one caller at a time, on one shipped preset, in one run.
+
+Two front doors, each first one at a time (one sentence a call, in order),
+then `--clients` threads at once (each sentence still one call), after a
+warm-up that runs both ways until nothing is left to compile (the engine's
+background builds waited for), so both are measured on compiled work:
+
+- `Translator.translate([sentence])` from threads sharing one `Translator`
+  (the engine batches concurrent calls with the same options together);
+- the playground server (`POST /api/translate`, the page's request) under
+  `--clients` HTTP clients.
+
+The concurrent answers are compared with the sequential ones (the
+translations must be the same; the record counts how many scores differ
+and by how much: batched rows may run other shapes). Reports the ratio
+concurrent / sequential (issue 65's goal: >= 1.5 on 2 cores) and the
+processor.
+
+    python benchmarks/concurrent_callers.py [--preset tatoeba_en_es] [--sentences 64]
+
+Writes benchmarks/results/<date>-concurrent_callers-<cpu>.json (or --json).
+"""
+
+import argparse
+import concurrent.futures
+import datetime
+import json
+import os
+import time
+import urllib.request
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import _repo_root  # noqa: E402,F401  (the repository root on sys.path, TensorFlow imported quietly)
+
+# isort: split
+
+from benchmarks._machine import cpu_info, describe  # noqa: E402
+
+
+def _post(url, text):
+    data = json.dumps({"text": text}).encode("utf-8")
+    request = urllib.request.Request(url + "api/translate", data=data,
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=300) as response:
+        answer = json.loads(response.read().decode("utf-8"))
+    return answer["translations"][0]["text"], answer["translations"][0]["score"]
+
+
+def _both_ways(call, sentences, clients):
+    """`(sequential seconds, answers), (concurrent seconds, answers)`."""
+    start = time.perf_counter()
+    sequential = [call(s) for s in sentences]
+    sequential_seconds = time.perf_counter() - start
+    with concurrent.futures.ThreadPoolExecutor(clients) as pool:
+        start = time.perf_counter()
+        together = list(pool.map(call, sentences))
+        together_seconds = time.perf_counter() - start
+    return (sequential_seconds, sequential), (together_seconds, together)
+
+
+def measure(name, call, sentences, clients, wait):
+    for _ in range(2):  # warm-up: every shape both ways, then the builds finished
+        _both_ways(call, sentences, clients)
+        wait()
+    (seq_s, seq), (con_s, con) = _both_ways(call, sentences, clients)
+    differences = [abs(a[1] - b[1]) for a, b in zip(seq, con)]
+    row = {
+        "sequential_sentences_per_second": len(sentences) / seq_s,
+        "concurrent_sentences_per_second": len(sentences) / con_s,
+        "ratio": seq_s / con_s,
+        "same_translations": sum(a[0] == b[0] for a, b in zip(seq, con)),
+        "different_scores": sum(d > 0 for d in differences),
+        "largest_score_difference": max(differences),
+    }
+    print(f"{name}: {row['sequential_sentences_per_second']:.1f} sentences/s one at a time, "
+          f"{row['concurrent_sentences_per_second']:.1f} with {clients} callers "
+          f"({row['ratio']:.2f}x); same translations {row['same_translations']}/"
+          f"{len(sentences)}", flush=True)
+    return row
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="tatoeba_en_es", help="a shipped preset's name")
+    parser.add_argument("--sentences", type=int, default=64,
+                        help="sentences of the bundled corpus's test split to translate")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent callers")
+    parser.add_argument("--json", help="where to write the record (default: benchmarks/results/)")
+    args = parser.parse_args(argv)
+
+    from keras_attention import Translator
+    from keras_attention.data.en_es_grammar import make_splits
+    from keras_attention.playground.server import PlaygroundServer
+
+    machine = cpu_info()
+    load_at_start = os.getloadavg()
+    test = make_splits(sizes={"train": 0, "validation": 0, "test": args.sentences})["test"]
+    sentences = [example.en for example in test][: args.sentences]
+    translator = Translator.from_preset(args.preset)
+    wait = translator.engine.wait
+
+    def call(sentence):
+        texts, scores = translator.translate([sentence], return_scores=True)
+        return texts[0], scores[0]
+
+    results = {"translator_threads": measure("Translator threads", call, sentences,
+                                             args.clients, wait)}
+    server = PlaygroundServer(translator, port=0).start()
+    try:
+        results["playground"] = measure("playground", lambda s: _post(server.url, s),
+                                        sentences, args.clients, wait)
+    finally:
+        server.shutdown()
+    record = {
+        "benchmark": "concurrent_callers",
+        "date": datetime.date.today().isoformat(),
+        "preset": args.preset,
+        "sentences": len(sentences),
+        "clients": args.clients,
+        "processor": machine,
+        "processor_description": describe(machine),
+        "load_average_at_start": load_at_start,
+        "load_average_at_end": os.getloadavg(),
+        "goal_ratio": 1.5,
+        "results": results,
+    }
+    path = args.json or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "results",
+        f"{record['date']}-concurrent_callers-{machine['model'].lower().replace(' ', '-')}"
+        f"-{machine['cpus']}cpus.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    print(f"Wrote {path}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
