@@ -15,7 +15,6 @@ says what it loads, then shows the progress.
 """
 
 import argparse
-import os
 import re
 import sys
 
@@ -168,11 +167,6 @@ def _run(parser, work):
 
 def _translate(args, options, overrides):
     from keras_attention.translation import Translator
-
-    # Every chunk decoded by its compiled program, never eagerly while that
-    # compiles in the background: the numbers then do not depend on timing,
-    # so a resumed run or a shard writes the bytes of one uninterrupted run.
-    os.environ.setdefault("KERAS_ATTENTION_COMPILE", "wait")
 
     say = (lambda message: None) if args.quiet else (
         lambda message: print(message, file=sys.stderr, flush=True))

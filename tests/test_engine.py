@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from keras_attention import Translator
-from keras_attention.translation.engine import Engine, Work, engine_of
+from keras_attention.translation.engine import Engine, Work, compile_mode, engine_of
 from tests.helpers import ENGLISH, untrained_translator
 
 MARIAN = pathlib.Path(__file__).resolve().parent / "fixtures" / "marian" / "shared_swish"
@@ -164,3 +164,16 @@ def test_an_error_reaches_every_caller_of_its_group(background, monkeypatch):
         translator.translate(["the cat"])
     monkeypatch.undo()
     assert translator.translate([""]) == [""]  # the engine is not left locked
+
+
+def test_compile_mode_chooses_for_one_thread(background, monkeypatch):
+    """`compile_mode("wait")` (what `translate_file` decodes in) waits for
+    the compiled work whatever the environment says, in its thread only."""
+    translator = untrained_translator()
+    eager = _count_eager(monkeypatch)
+    with compile_mode("wait"):
+        translator.translate([SOURCES[0]])
+    assert len(eager) == 1 and translator.engine.search_work(translator.settings).ready
+    with pytest.raises(ValueError, match="`mode` must be one of"):
+        with compile_mode("eager"):
+            pass

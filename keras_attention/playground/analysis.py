@@ -299,9 +299,7 @@ def _logits_work(engine):
     """`(source ids [B, S], decoder input ids [B, T]) -> float32 logits
     [B, T, V]`: the model's public `encode` and `decode_full` (the pass of
     `Translator.score` and `alternatives`), as the engine's `Work`."""
-    def make():
-        model = engine.model
-
+    def make(model):
         def logits(source_ids, input_ids):
             encoded, padding = model.encode(source_ids)
             return ops.cast(model.decode_full(input_ids, encoded, padding), "float32")

@@ -96,12 +96,12 @@ def _trace_work(engine, settings, jit_compile):
     max_length = settings.output_length(engine.limit)
     settings = settings.replace(max_output_length=max_length)
 
-    def make():
+    def make(model):
         options = settings.search_options()
         if settings.beam_size == 1:  # greedy search: stop at the first end
             options["early_stopping"] = True
-        return lambda tokens: beam_search_trace(engine.model, tokens, max_length, START_ID,
-                                                END_ID, **options)
+        return lambda tokens: beam_search_trace(model, tokens, max_length, START_ID, END_ID,
+                                                **options)
 
     return engine.work(("beam_trace", settings), make, 1, jit_compile)
 

@@ -30,8 +30,10 @@ How a first answer comes in seconds (2-core CPU; docs/speed.md): a `Work`
 never makes a caller wait for a compilation.
 
 1. Until its tf.function graph is built, a call runs the same `keras.ops`
-   code eagerly (a sentence in 0.4-1 s, no tracing), and the graph is then
-   traced and instantiated by the engine's background thread (3-4 s).
+   code op by op, a search's decoding steps each as one compiled call
+   (`_CompiledSteps`: one step traced once, ~0.5 s; then a sentence in
+   0.1-0.4 s), and the graph is traced and instantiated by the engine's
+   background thread (3-4 s on 2 cores).
 2. The graph has one trace for every shape (`[None, None]` signatures):
    a sentence of a new length costs no compilation.
 3. With `jit_compile`, each batch shape (power-of-two rows times a bucket
@@ -46,6 +48,7 @@ request (the playground calls it at start), and `wait=True` waits for it.
 """
 
 import atexit
+import contextlib
 import os
 import queue
 import threading
@@ -95,6 +98,22 @@ def pad_to_bucket(rows, boundaries, batch_rows=None):
 
 
 COMPILE_MODES = ("background", "wait")
+_THREAD = threading.local()  # this thread's `compile_mode`, if any
+
+
+@contextlib.contextmanager
+def compile_mode(mode):
+    """Within it, this thread's calls run in `mode` (`COMPILE_MODES`),
+    whatever `KERAS_ATTENTION_COMPILE` says: `translate_file` decodes in
+    `"wait"`, so that its bytes never depend on timing."""
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"`mode` must be one of {COMPILE_MODES}; received {mode!r}.")
+    previous = getattr(_THREAD, "mode", None)
+    _THREAD.mode = mode
+    try:
+        yield
+    finally:
+        _THREAD.mode = previous
 
 
 def _background_enabled():
@@ -102,8 +121,10 @@ def _background_enabled():
     (`KERAS_ATTENTION_COMPILE=background`, the default), or every call waits
     for its compiled form (`wait`: the XLA program of its shape with
     `jit_compile`, else the graph), so that every number comes from one
-    path (reproducible to the last bit, as before the engine)."""
-    mode = os.environ.get("KERAS_ATTENTION_COMPILE", "background")
+    path (reproducible to the last bit, as before the engine).
+    `compile_mode` chooses for one thread."""
+    mode = (getattr(_THREAD, "mode", None)
+            or os.environ.get("KERAS_ATTENTION_COMPILE", "background"))
     if mode not in COMPILE_MODES:
         raise ValueError(f"KERAS_ATTENTION_COMPILE={mode!r}; expected one of {COMPILE_MODES}.")
     return mode == "background"
@@ -165,15 +186,53 @@ class _Builder:
 _BUILDER = _Builder()  # one build at a time, whichever engine asked: the cores answer
 
 
+def _relaxed_spec(value):
+    value = tf.convert_to_tensor(value)
+    return tf.TensorSpec([None] * len(value.shape), value.dtype)
+
+
+class _CompiledSteps:
+    """The model as the searches see it (`encode`, `initialize_cache`,
+    `decode_step`, ...) with `encode` and `decode_step` each compiled as
+    one graph for every shape: the eager path of a search runs its loop
+    op by op but each decoding step as one call (a long sentence in ~0.3 s
+    instead of ~1 s of ~14k eager ops), after a trace of one step (~0.5 s)
+    instead of the whole search's (~3.5 s with its instantiation)."""
+
+    def __init__(self, model):
+        self._model = model
+        self._lock = threading.Lock()
+        self._encode = tf.function(model.encode, input_signature=[IDS], autograph=False)
+        self._step = None
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def encode(self, encoder_tokens):
+        return self._encode(encoder_tokens)
+
+    def decode_step(self, tokens, index, cache, encoder_padding_mask):
+        arguments = (tokens, index, cache, encoder_padding_mask)
+        with self._lock:
+            if self._step is None:
+                self._step = tf.function(
+                    self._model.decode_step, autograph=False,
+                    input_signature=tf.nest.map_structure(_relaxed_spec, arguments))
+        return self._step(*arguments)
+
+
 class Work:
     """One computation of the engine (`fn`, a function of int32 `[B, L]`
     id tensors made of `keras.ops`) and its compiled forms: a tf.function
     graph with one trace for every shape and, with `jit_compile`, an XLA
     program per concrete shape. Calling it never waits for a compilation
-    (the module's docstring); `build(*args)` builds the graph now."""
+    (the module's docstring): until the graph is built it runs `eager_fn`
+    (default `fn`: the same computation, e.g. over `_CompiledSteps`);
+    `build(*args)` builds the graph now."""
 
-    def __init__(self, engine, name, fn, num_args, jit_compile=False):
+    def __init__(self, engine, name, fn, num_args, jit_compile=False, eager_fn=None):
         self.name, self.fn, self._engine = name, fn, engine
+        self.eager_fn = eager_fn or fn
         signature = [IDS] * num_args
         self.graph = tf.function(fn, input_signature=signature, autograph=False)
         self.xla = (tf.function(fn, input_signature=signature, jit_compile=True,
@@ -201,7 +260,7 @@ class Work:
             return self.graph(*args)
         if not background:
             return self.build(*args)
-        outputs = self.fn(*args)  # eagerly: no trace, no wait
+        outputs = self.eager_fn(*args)  # op by op: no wait for the whole trace
         self._queue_graph(args)
         return outputs
 
@@ -264,12 +323,24 @@ class Engine:
     def work(self, key, make_fn, num_args=1, jit_compile=False):
         """The `Work` of `key` (any hashable naming what it computes; the
         state that tracing reads, `xla_ops_allowed()`, is added), made with
-        `make_fn()` on first use."""
+        `make_fn(model)` on first use: its graph's function of the model
+        itself, its eager path's of the model with compiled steps
+        (`stepped`)."""
         key = (key, xla_ops_allowed(), bool(jit_compile))
         with self._lock:
             if key not in self._works:
-                self._works[key] = Work(self, str(key[0]), make_fn(), num_args, jit_compile)
+                self._works[key] = Work(self, str(key[0]), make_fn(self.model), num_args,
+                                        jit_compile, make_fn(self._stepped()))
             return self._works[key]
+
+    def _stepped(self):
+        """The model with compiled `encode` and `decode_step` (one per
+        `xla_ops_allowed()` state, read when they trace). Call under
+        `self._lock`."""
+        key = ("stepped", xla_ops_allowed())
+        if key not in self._objects:
+            self._objects[key] = _CompiledSteps(self.model)
+        return self._objects[key]
 
     def cached(self, key, make):
         """A derived object of this model (e.g. attribution's float32 twin),
@@ -286,9 +357,11 @@ class Engine:
         max_length = settings.output_length(self.limit)
         settings = settings.replace(max_output_length=max_length)
 
-        def make():
+        def make(model):
             def run(tokens, prefix=None):
-                return self.search_ids(tokens, settings, num_return_sequences, prefix)
+                return search(model, tokens, max_length, START_ID, END_ID,
+                              num_return_sequences=num_return_sequences,
+                              target_prefix=prefix, **settings.search_options())
             return run
 
         return self.work(("search", settings, num_return_sequences, with_prefix), make,
@@ -304,7 +377,8 @@ class Engine:
     def teacher_forced(self, method="attention_details"):
         """`model.<method>` (`attention_details`, `attention_scores`) on
         `([B, S], [B, T])` ids."""
-        return self.work(("teacher_forced", method), lambda: getattr(self.model, method), 2)
+        return self.work(("teacher_forced", method), lambda model: getattr(self.model, method),
+                         2)
 
     def warm_up(self, settings, jit_compile=False, wait=False):
         """Builds the graph of `settings`' search (and with `jit_compile`
@@ -416,7 +490,9 @@ class Engine:
             return [], [], []
         rows = self.tokenize(sentences)
         with_prefix = target_prefixes is not None and any(target_prefixes)
-        options = (settings, num_return_sequences, bool(jit_compile), batch_size)
+        # (the compile mode too: a group runs in its leader's thread)
+        options = (settings, num_return_sequences, bool(jit_compile), batch_size,
+                   _background_enabled())
         if verbose or with_prefix or len(rows) > batch_size:
             return self._translate_rows(rows, options, verbose,
                                         target_prefixes if with_prefix else None)
@@ -460,7 +536,7 @@ class Engine:
         return request.result
 
     def _translate_rows(self, ids, options, verbose, target_prefixes):
-        settings, n, jit_compile, batch_size = options
+        settings, n, jit_compile, batch_size, background = options
         # Shortest first, so that a batch's sources have similar lengths. (Empty
         # in, empty out is the search's: an empty source gives [END] alone, "".)
         order = list(np.argsort([len(row) for row in ids], kind="stable"))
@@ -479,7 +555,8 @@ class Engine:
             if target_prefixes is not None:
                 inputs.append(self.search_batch([target_prefixes[i] for i in batch],
                                                 jit_compile, batch_size))
-            tokens, batch_scores = work(*inputs)
+            with compile_mode("background" if background else "wait"):
+                tokens, batch_scores = work(*inputs)
             tokens = keras.ops.convert_to_numpy(tokens)[: len(batch)]
             batch_scores = keras.ops.convert_to_numpy(batch_scores)[: len(batch)]
             flat_tokens = tokens.reshape(-1, tokens.shape[-1])  # [b, L] or [b * n, L]
@@ -499,4 +576,4 @@ class Engine:
         return translations, scores, output_ids
 
 
-__all__ = ["Engine", "Work", "engine_of", "pad_to_bucket"]
+__all__ = ["COMPILE_MODES", "Engine", "Work", "compile_mode", "engine_of", "pad_to_bucket"]

@@ -43,6 +43,7 @@ import numpy as np
 
 from keras_attention._io import atomic_write, read_json
 from keras_attention._validation import check_bool, check_positive_int
+from keras_attention.translation.engine import compile_mode
 from keras_attention.translation.progress import ProgressLine
 
 DEFAULT_CHUNK_SIZE = 2048
@@ -93,9 +94,9 @@ def translate_file(translator, source, target, *, batch_size=64, chunk_size=DEFA
     constant memory, resumable: run the same call again after an exception,
     Ctrl-C or `kill -9` and it continues where the last finished chunk
     ended (module docstring; docs/files.md). A resumed or sharded run writes
-    the bytes of an uninterrupted one when every chunk is decoded on one
-    path: `KERAS_ATTENTION_COMPILE=wait` (the command sets it), not eagerly
-    while the compiled program builds in the background.
+    the bytes of an uninterrupted one: every chunk is decoded by its
+    compiled program (`engine.compile_mode("wait")`), never eagerly while
+    that builds in the background.
 
     Args:
         translator: a `keras_attention.Translator` (anything with its
@@ -358,7 +359,8 @@ def _shard_lines(lines, chunk_size, index, count):
 def _translate_chunk(translator, texts, settings):
     """The chunk's output lines as UTF-8 bytes: blank lines stay blank."""
     sentences = [t for t in texts if t is not None]
-    result = translator.translate(sentences, **settings)
+    with compile_mode("wait"):  # the same numbers whenever it runs: the same bytes
+        result = translator.translate(sentences, **settings)
     translations, scores = result if settings["return_scores"] else (result, None)
     if len(translations) != len(sentences):
         raise ValueError(f"The translator returned {len(translations)} translations for "

@@ -148,9 +148,9 @@ def _score_work(engine, settings):
     [B], scores [B])` with `settings`' length penalty."""
     key = ("score", settings.length_penalty, settings.length_penalty_form)
 
-    def make():
+    def make(model):
         return lambda sources, targets: score_targets(
-            engine.model, sources, targets, START_ID, END_ID, settings.length_penalty,
+            model, sources, targets, START_ID, END_ID, settings.length_penalty,
             settings.length_penalty_form)
 
     return engine.work(key, make, 2)
@@ -191,8 +191,8 @@ def score(translator, sources, targets, batch_size=64, verbose="auto"):
 
 def _next_work(engine):
     """`(sources [B, S], prefix [B, P]) -> [B, V]` log P of the next token."""
-    return engine.work("next_token", lambda: lambda sources, prefix: next_token_log_probs(
-        engine.model, sources, prefix, START_ID), 2)
+    return engine.work("next_token", lambda model: lambda sources, prefix: next_token_log_probs(
+        model, sources, prefix, START_ID), 2)
 
 
 def alternatives(translator, source, prefix=None, k=5, temperature=1.0):
