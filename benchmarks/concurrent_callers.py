@@ -28,6 +28,7 @@ import concurrent.futures
 import datetime
 import json
 import os
+import sys
 import time
 import urllib.request
 
@@ -118,15 +119,22 @@ def main(argv=None):
     record = {
         "benchmark": "concurrent_callers",
         "date": datetime.date.today().isoformat(),
+        "command": " ".join(["python", "benchmarks/concurrent_callers.py",
+                             *(sys.argv[1:] if argv is None else argv)]),
         "preset": args.preset,
         "sentences": len(sentences),
         "clients": args.clients,
-        "processor": machine,
+        "processor": {**machine, "instruction_sets": machine["flags"]},
         "processor_description": describe(machine),
         "load_average_at_start": load_at_start,
         "load_average_at_end": os.getloadavg(),
         "goal_ratio": 1.5,
-        "results": results,
+        "figures": results,
+        "notes": ("Each sentence is one call, in order (sequential) or from "
+                  f"{args.clients} threads / HTTP clients at once (concurrent), after a "
+                  "warm-up that ran both ways until the engine's background builds were "
+                  "done; the ratio is concurrent / sequential sentences/s. The machine "
+                  "may be shared: see the load averages."),
     }
     path = args.json or os.path.join(
         os.path.dirname(os.path.abspath(__file__)), "results",
