@@ -177,3 +177,24 @@ def test_compile_mode_chooses_for_one_thread(background, monkeypatch):
     with pytest.raises(ValueError, match="`mode` must be one of"):
         with compile_mode("eager"):
             pass
+
+
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_the_shipped_preset_answers_alike_on_every_path(policy, background, monkeypatch):
+    """What users load, in what they compute in (mixed_bfloat16 is the
+    default on AVX-512 BF16 machines): the first answers (op by op, each
+    step compiled), the graph's and the XLA programs' agree, to the
+    policy's precision."""
+    translator = Translator.from_preset("tatoeba_en_es", dtype=policy)
+    sentences = ["Good morning.", "I left the red book on the table.", ""]
+    eager = _count_eager(monkeypatch)
+    first, first_scores = translator.translate(sentences, return_scores=True)
+    assert eager and first[0] == "Buenos días." and first[2] == ""
+    tolerance = 1e-5 if policy == "float32" else 2e-2
+    for _ in range(2):  # the graph (the XLA program compiles behind it), then the program
+        translator.engine.wait()
+        texts, scores = translator.translate(sentences, return_scores=True)
+        assert texts == first
+        np.testing.assert_allclose(scores, first_scores, rtol=tolerance, atol=tolerance)
+    work = translator.engine.search_work(translator.settings, jit_compile=True)
+    assert work.ready and work._xla_ready

@@ -3,8 +3,12 @@
 preset) and the function under it, `translate`.
 
 Modules, by concern: `translator` (`Translator`: its settings and thin
-methods), `searching` (the search on strings: `translate`, `SearchResult`,
-`AttentionDetails`), `forcing` (forced decoding: `score`, `alternatives`,
+methods), `engine` (`Engine`, one per model and tokenizers: the compiled
+work every method runs, bucketing, ids <-> strings, the empty-input rule,
+batching of concurrent callers), `files` (`translate_file` and `merge`:
+text files of any size, streamed, resumable, sharded), `searching` (the
+search on strings: `translate`, `SearchResult`, `AttentionDetails`),
+`forcing` (forced decoding: `score`, `alternatives`,
 target prefixes), `presets` (loading and saving), `fine_tuning`
 (`compile`, `preprocess`, `fit` on strings), `exports` (the SavedModel,
 CTranslate2 and keras-hub's task), `checkpoints` (a run's checkpoints, each

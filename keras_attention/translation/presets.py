@@ -184,7 +184,9 @@ def _from_local_directory(cls, directory):
             f"({CONFIG_FILE}, {MODEL_WEIGHTS_FILE}, {ASSETS_DIR}/), a run directory "
             "(config.json, model.keras, vocab/) nor an export (assets.extra/export.json).")
     config = read_json(path_inside(directory, CONFIG_FILE))
-    if config.get("model_type") == "marian":  # Hugging Face's layout of an OPUS-MT model
+    from keras_attention.convert import marian_folder  # the one recogniser of the family
+
+    if marian_folder(directory) is not None:  # Hugging Face's layout of an OPUS-MT model
         return _from_marian_folder(cls, directory)
     if "class_name" in config:  # a preset: a serialized model
         _missing(directory, "a preset directory", (MODEL_WEIGHTS_FILE,))
@@ -274,9 +276,9 @@ def _from_remote_preset(cls, handle):
         raise ValueError(f"Unknown preset handle scheme {scheme!r} in {handle!r}; expected a "
                          "local directory or a kaggle://... or hf://... handle.")
     if scheme == "hf":
-        from keras_attention.convert import marian_snapshot
+        from keras_attention.convert import marian_folder
 
-        marian = marian_snapshot(handle)
+        marian = marian_folder(handle)
         if marian is not None:
             return _from_marian_folder(cls, marian)
     try:
