@@ -48,6 +48,7 @@ def _count_eager(monkeypatch):
     return eager
 
 
+@pytest.mark.slow  # three models, each built op by op, as a graph and waited for
 @pytest.mark.parametrize("family", ["ours", "marian", "keras_hub"])
 def test_every_family_answers_eagerly_then_from_its_graph_alike(family, background,
                                                                 monkeypatch):
@@ -179,6 +180,7 @@ def test_compile_mode_chooses_for_one_thread(background, monkeypatch):
             pass
 
 
+@pytest.mark.slow  # the preset's graph and an XLA program, built and waited for
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
 def test_the_shipped_preset_answers_alike_on_every_path(policy, background, monkeypatch):
     """What users load, in what they compute in (mixed_bfloat16 is the
