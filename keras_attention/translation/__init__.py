@@ -5,7 +5,8 @@ preset) and the function under it, `translate`.
 Modules, by concern: `translator` (`Translator`: its settings and thin
 methods), `engine` (`Engine`, one per model and tokenizers: the compiled
 work every method runs, bucketing, ids <-> strings, the empty-input rule,
-batching of concurrent callers), `files` (`translate_file` and `merge`:
+batching of concurrent callers; `compiled`: how its work runs without
+waiting for a compilation), `files` (`translate_file` and `merge`:
 text files of any size, streamed, resumable, sharded), `searching` (the
 search on strings: `translate`, `SearchResult`, `AttentionDetails`),
 `forcing` (forced decoding: `score`, `alternatives`,

@@ -31,7 +31,7 @@ never makes a caller wait for a compilation.
 
 1. Until its tf.function graph is built, a call runs the same `keras.ops`
    code op by op, a search's decoding steps each as one compiled call
-   (`_CompiledSteps`: one step traced once, ~0.5 s; then a sentence in
+   (`compiled.CompiledSteps`: one step traced once, ~0.5 s; then a sentence in
    0.1-0.4 s), and the graph is traced and instantiated by the engine's
    background thread (3-4 s on 2 cores).
 2. The graph has one trace for every shape (`[None, None]` signatures):
@@ -47,12 +47,7 @@ ties). `Engine.warm_up` builds what the defaults need ahead of a first
 request (the playground calls it at start), and `wait=True` waits for it.
 """
 
-import atexit
-import contextlib
-import os
-import queue
 import threading
-import time
 import weakref
 
 import keras
@@ -65,12 +60,20 @@ from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
 from keras_attention.decoding import check_num_return_sequences, search
 from keras_attention.layers import xla_ops_allowed
+from keras_attention.translation.compiled import (
+    BUILDER,
+    COMPILE_MODES,
+    IDS,
+    CompiledSteps,
+    Work,
+    background_enabled,
+    compile_mode,
+)
 
 # The engines of each model: one per (model, source tokenizer, target
 # tokenizer), shared by every translator over them (`with_settings` copies).
 _ENGINES = weakref.WeakKeyDictionary()
 _ENGINES_LOCK = threading.Lock()
-IDS = tf.TensorSpec([None, None], tf.int32)
 
 
 def engine_of(model, source_tokenizer, target_tokenizer):
@@ -98,233 +101,6 @@ def pad_to_bucket(rows, boundaries, batch_rows=None):
     return out
 
 
-COMPILE_MODES = ("background", "wait")
-_THREAD = threading.local()  # this thread's `compile_mode`, if any
-
-
-@contextlib.contextmanager
-def compile_mode(mode):
-    """Within it, this thread's calls run in `mode` (`COMPILE_MODES`),
-    whatever `KERAS_ATTENTION_COMPILE` says: `translate_file` decodes in
-    `"wait"`, so that its bytes never depend on timing."""
-    if mode not in COMPILE_MODES:
-        raise ValueError(f"`mode` must be one of {COMPILE_MODES}; received {mode!r}.")
-    previous = getattr(_THREAD, "mode", None)
-    _THREAD.mode = mode
-    try:
-        yield
-    finally:
-        _THREAD.mode = previous
-
-
-def _background_enabled():
-    """Whether `Work`s answer at once and compile in the background
-    (`KERAS_ATTENTION_COMPILE=background`, the default), or every call waits
-    for its compiled form (`wait`: the XLA program of its shape with
-    `jit_compile`, else the graph), so that every number comes from one
-    path (reproducible to the last bit, as before the engine).
-    `compile_mode` chooses for one thread."""
-    mode = (getattr(_THREAD, "mode", None)
-            or os.environ.get("KERAS_ATTENTION_COMPILE", "background"))
-    if mode not in COMPILE_MODES:
-        raise ValueError(f"KERAS_ATTENTION_COMPILE={mode!r}; expected one of {COMPILE_MODES}.")
-    return mode == "background"
-
-
-class _Builder:
-    """The engine's one background thread: builds graphs and XLA programs
-    one at a time. A build starts when no call has run for `IDLE` seconds,
-    or at the latest `PATIENCE` seconds after it was queued: a build traces
-    in Python, and beside a caller's op-by-op answer it would take half of
-    the interpreter (measured: a new length's first answer 1.4 s beside a
-    build, 0.4 s alone), while a long job still gets its compiled work
-    within seconds. At exit, queued builds are dropped and the one under way
-    is waited for (TensorFlow must not be torn down under a running build)."""
-
-    IDLE = 0.3
-    PATIENCE = 3.0
-
-    def __init__(self):
-        self._jobs = queue.Queue()
-        self._thread = None
-        self._lock = threading.Lock()
-        self._stopped = False
-        self._calls, self._last_call = 0, 0.0
-
-    @contextlib.contextmanager
-    def calling(self):
-        """Marks a caller's work (the builds wait for the engines to be idle)."""
-        with self._lock:
-            self._calls += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._calls -= 1
-                self._last_call = time.monotonic()
-
-    def _wait_for_idle(self, queued):
-        while not self._stopped:
-            now = time.monotonic()
-            with self._lock:
-                idle = self._calls == 0 and now - self._last_call >= self.IDLE
-            if idle or now - queued >= self.PATIENCE:
-                return
-            time.sleep(0.02)
-
-    def submit(self, job):
-        with self._lock:
-            if self._stopped:
-                return
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, daemon=True,
-                                                name="keras_attention-engine-builder")
-                self._thread.start()
-                atexit.register(self.stop)
-        self._jobs.put((time.monotonic(), job))
-
-    def stop(self):
-        """Drops the queued builds and waits for the one under way."""
-        with self._lock:
-            self._stopped = True
-        while True:
-            try:
-                self._jobs.get_nowait()
-            except queue.Empty:
-                break
-        self._jobs.put(None)
-        if self._thread is not None:
-            self._thread.join()
-
-    def _run(self):
-        while True:
-            item = self._jobs.get()
-            if item is None:
-                return
-            try:
-                self._wait_for_idle(item[0])
-                if not self._stopped:
-                    item[1]()
-            except Exception:  # noqa: BLE001 - a failed build leaves the eager path
-                pass
-            finally:
-                self._jobs.task_done()
-
-    def wait(self):
-        """Waits until every build queued so far is done."""
-        if not self._stopped:
-            self._jobs.join()
-
-
-_BUILDER = _Builder()  # one build at a time, whichever engine asked: the cores answer
-
-
-def _relaxed_spec(value):
-    value = tf.convert_to_tensor(value)
-    return tf.TensorSpec([None] * len(value.shape), value.dtype)
-
-
-class _CompiledSteps:
-    """The model as the searches see it (`encode`, `initialize_cache`,
-    `decode_step`, ...) with `encode` and `decode_step` each compiled as
-    one graph for every shape: the eager path of a search runs its loop
-    op by op but each decoding step as one call (a long sentence in ~0.3 s
-    instead of ~1 s of ~14k eager ops), after a trace of one step (~0.5 s)
-    instead of the whole search's (~3.5 s with its instantiation)."""
-
-    def __init__(self, model):
-        self._model = model
-        self._lock = threading.Lock()
-        self._encode = tf.function(model.encode, input_signature=[IDS], autograph=False)
-        self._step = None
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-    def encode(self, encoder_tokens):
-        return self._encode(encoder_tokens)
-
-    def decode_step(self, tokens, index, cache, encoder_padding_mask):
-        arguments = (tokens, index, cache, encoder_padding_mask)
-        with self._lock:
-            if self._step is None:
-                self._step = tf.function(
-                    self._model.decode_step, autograph=False,
-                    input_signature=tf.nest.map_structure(_relaxed_spec, arguments))
-        return self._step(*arguments)
-
-
-class Work:
-    """One computation of the engine (`fn`, a function of int32 `[B, L]`
-    id tensors made of `keras.ops`) and its compiled forms: a tf.function
-    graph with one trace for every shape and, with `jit_compile`, an XLA
-    program per concrete shape. Calling it never waits for a compilation
-    (the module's docstring): until the graph is built it runs `eager_fn`
-    (default `fn`: the same computation, e.g. over `_CompiledSteps`);
-    `build(*args)` builds the graph now."""
-
-    def __init__(self, engine, name, fn, num_args, jit_compile=False, eager_fn=None):
-        self.name, self.fn, self._engine = name, fn, engine
-        self.eager_fn = eager_fn or fn
-        signature = [IDS] * num_args
-        self.graph = tf.function(fn, input_signature=signature, autograph=False)
-        self.xla = (tf.function(fn, input_signature=signature, jit_compile=True,
-                                autograph=False) if jit_compile else None)
-        self._graph_ready = threading.Event()
-        self._graph_queued = False
-        self._xla_ready, self._xla_queued = set(), set()
-        self._lock = threading.Lock()
-
-    @property
-    def ready(self):
-        """Whether the graph is built (calls no longer run eagerly)."""
-        return self._graph_ready.is_set()
-
-    def __call__(self, *args):
-        args = [tf.convert_to_tensor(a, tf.int32) for a in args]
-        background = _background_enabled()
-        if self.xla is not None:
-            shape = tuple(tuple(a.shape) for a in args)
-            if shape in self._xla_ready or not background:
-                return self.xla(*args)
-            if self.ready:
-                self._queue_xla(shape, args)
-        with self._engine.builder.calling():
-            if self.ready:
-                return self.graph(*args)
-            if not background:
-                return self.build(*args)
-            outputs = self.eager_fn(*args)  # op by op: no wait for the whole trace
-        self._queue_graph(args)
-        return outputs
-
-    def build(self, *args):
-        """Builds the graph (traced and instantiated on `args`) and returns
-        its outputs on them."""
-        outputs = self.graph(*args)
-        self._graph_ready.set()
-        return outputs
-
-    def _queue_graph(self, args):
-        with self._lock:
-            if self._graph_queued:
-                return
-            self._graph_queued = True
-        self._engine.builder.submit(lambda: self.build(*args))
-
-    def _queue_xla(self, shape, args):
-        with self._lock:
-            if shape in self._xla_queued:
-                return
-            self._xla_queued.add(shape)
-
-        def compile_shape():
-            self.xla(*args)
-            self._xla_ready.add(shape)
-
-        self._engine.builder.submit(compile_shape)
-
-
 class _Request:
     __slots__ = ("rows", "result", "error", "done")
 
@@ -344,7 +120,7 @@ class Engine:
         self.target_tokenizer = target_tokenizer
         self.limit = model.max_length
         self.boundaries = default_bucket_boundaries(self.limit)
-        self.builder = _BUILDER
+        self.builder = BUILDER
         self._works, self._objects = {}, {}
         self._lock = threading.Lock()
         # Concurrent `translate` calls with the same options, served together.
@@ -373,7 +149,7 @@ class Engine:
         `self._lock`."""
         key = ("stepped", xla_ops_allowed())
         if key not in self._objects:
-            self._objects[key] = _CompiledSteps(self.model)
+            self._objects[key] = CompiledSteps(self.model)
         return self._objects[key]
 
     def cached(self, key, make):
@@ -420,7 +196,7 @@ class Engine:
         in the background: what a first request needs."""
         work = self.search_work(settings, jit_compile=jit_compile)
         args = [tf.constant(self.search_batch([[END_ID]], jit_compile, 1))]
-        if wait or not _background_enabled():
+        if wait or not background_enabled():
             work.build(*args)
             if work.xla is not None:
                 work.xla(*args)
@@ -526,7 +302,7 @@ class Engine:
         with_prefix = target_prefixes is not None and any(target_prefixes)
         # (the compile mode too: a group runs in its leader's thread)
         options = (settings, num_return_sequences, bool(jit_compile), batch_size,
-                   _background_enabled())
+                   background_enabled())
         if verbose or with_prefix or len(rows) > batch_size:
             return self._translate_rows(rows, options, verbose,
                                         target_prefixes if with_prefix else None)

@@ -1,0 +1,250 @@
+"""How one computation of the engine runs without making its caller wait
+for a compilation (`engine` says why and with what figures): a `Work`
+holds a computation and its compiled forms (a graph for every shape, XLA
+programs per shape), runs it op by op over `CompiledSteps` until its graph
+is built, and hands its builds to the one background `Builder`;
+`compile_mode` / `KERAS_ATTENTION_COMPILE` choose whether calls wait for
+them instead.
+"""
+
+import atexit
+import contextlib
+import os
+import queue
+import threading
+import time
+
+import tensorflow as tf
+
+IDS = tf.TensorSpec([None, None], tf.int32)
+
+
+COMPILE_MODES = ("background", "wait")
+_THREAD = threading.local()  # this thread's `compile_mode`, if any
+
+
+@contextlib.contextmanager
+def compile_mode(mode):
+    """Within it, this thread's calls run in `mode` (`COMPILE_MODES`),
+    whatever `KERAS_ATTENTION_COMPILE` says: `translate_file` decodes in
+    `"wait"`, so that its bytes never depend on timing."""
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"`mode` must be one of {COMPILE_MODES}; received {mode!r}.")
+    previous = getattr(_THREAD, "mode", None)
+    _THREAD.mode = mode
+    try:
+        yield
+    finally:
+        _THREAD.mode = previous
+
+
+def background_enabled():
+    """Whether `Work`s answer at once and compile in the background
+    (`KERAS_ATTENTION_COMPILE=background`, the default), or every call waits
+    for its compiled form (`wait`: the XLA program of its shape with
+    `jit_compile`, else the graph), so that every number comes from one
+    path (reproducible to the last bit, as before the engine).
+    `compile_mode` chooses for one thread."""
+    mode = (getattr(_THREAD, "mode", None)
+            or os.environ.get("KERAS_ATTENTION_COMPILE", "background"))
+    if mode not in COMPILE_MODES:
+        raise ValueError(f"KERAS_ATTENTION_COMPILE={mode!r}; expected one of {COMPILE_MODES}.")
+    return mode == "background"
+
+
+class Builder:
+    """The engine's one background thread: builds graphs and XLA programs
+    one at a time. A build starts when no call has run for `IDLE` seconds,
+    or at the latest `PATIENCE` seconds after it was queued: a build traces
+    in Python, and beside a caller's op-by-op answer it would take half of
+    the interpreter (measured: a new length's first answer 1.4 s beside a
+    build, 0.4 s alone), while a long job still gets its compiled work
+    within seconds. At exit, queued builds are dropped and the one under way
+    is waited for (TensorFlow must not be torn down under a running build)."""
+
+    IDLE = 0.3
+    PATIENCE = 3.0
+
+    def __init__(self):
+        self._jobs = queue.Queue()
+        self._thread = None
+        self._lock = threading.Lock()
+        self._stopped = False
+        self._calls, self._last_call = 0, 0.0
+
+    @contextlib.contextmanager
+    def calling(self):
+        """Marks a caller's work (the builds wait for the engines to be idle)."""
+        with self._lock:
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._calls -= 1
+                self._last_call = time.monotonic()
+
+    def _wait_for_idle(self, queued):
+        while not self._stopped:
+            now = time.monotonic()
+            with self._lock:
+                idle = self._calls == 0 and now - self._last_call >= self.IDLE
+            if idle or now - queued >= self.PATIENCE:
+                return
+            time.sleep(0.02)
+
+    def submit(self, job):
+        with self._lock:
+            if self._stopped:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True,
+                                                name="keras_attention-engine-builder")
+                self._thread.start()
+                atexit.register(self.stop)
+        self._jobs.put((time.monotonic(), job))
+
+    def stop(self):
+        """Drops the queued builds and waits for the one under way."""
+        with self._lock:
+            self._stopped = True
+        while True:
+            try:
+                self._jobs.get_nowait()
+            except queue.Empty:
+                break
+        self._jobs.put(None)
+        if self._thread is not None:
+            self._thread.join()
+
+    def _run(self):
+        while True:
+            item = self._jobs.get()
+            if item is None:
+                return
+            try:
+                self._wait_for_idle(item[0])
+                if not self._stopped:
+                    item[1]()
+            except Exception:  # noqa: BLE001 - a failed build leaves the eager path
+                pass
+            finally:
+                self._jobs.task_done()
+
+    def wait(self):
+        """Waits until every build queued so far is done."""
+        if not self._stopped:
+            self._jobs.join()
+
+
+BUILDER = Builder()  # one build at a time, whichever engine asked: the cores answer
+
+
+def _relaxed_spec(value):
+    value = tf.convert_to_tensor(value)
+    return tf.TensorSpec([None] * len(value.shape), value.dtype)
+
+
+class CompiledSteps:
+    """The model as the searches see it (`encode`, `initialize_cache`,
+    `decode_step`, ...) with `encode` and `decode_step` each compiled as
+    one graph for every shape: the eager path of a search runs its loop
+    op by op but each decoding step as one call (a long sentence in ~0.3 s
+    instead of ~1 s of ~14k eager ops), after a trace of one step (~0.5 s)
+    instead of the whole search's (~3.5 s with its instantiation)."""
+
+    def __init__(self, model):
+        self._model = model
+        self._lock = threading.Lock()
+        self._encode = tf.function(model.encode, input_signature=[IDS], autograph=False)
+        self._step = None
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
+
+    def encode(self, encoder_tokens):
+        return self._encode(encoder_tokens)
+
+    def decode_step(self, tokens, index, cache, encoder_padding_mask):
+        arguments = (tokens, index, cache, encoder_padding_mask)
+        with self._lock:
+            if self._step is None:
+                self._step = tf.function(
+                    self._model.decode_step, autograph=False,
+                    input_signature=tf.nest.map_structure(_relaxed_spec, arguments))
+        return self._step(*arguments)
+
+
+class Work:
+    """One computation of the engine (`fn`, a function of int32 `[B, L]`
+    id tensors made of `keras.ops`) and its compiled forms: a tf.function
+    graph with one trace for every shape and, with `jit_compile`, an XLA
+    program per concrete shape. Calling it never waits for a compilation
+    (the module's docstring): until the graph is built it runs `eager_fn`
+    (default `fn`: the same computation, e.g. over `CompiledSteps`);
+    `build(*args)` builds the graph now."""
+
+    def __init__(self, engine, name, fn, num_args, jit_compile=False, eager_fn=None):
+        self.name, self.fn, self._engine = name, fn, engine
+        self.eager_fn = eager_fn or fn
+        signature = [IDS] * num_args
+        self.graph = tf.function(fn, input_signature=signature, autograph=False)
+        self.xla = (tf.function(fn, input_signature=signature, jit_compile=True,
+                                autograph=False) if jit_compile else None)
+        self._graph_ready = threading.Event()
+        self._graph_queued = False
+        self._xla_ready, self._xla_queued = set(), set()
+        self._lock = threading.Lock()
+
+    @property
+    def ready(self):
+        """Whether the graph is built (calls no longer run eagerly)."""
+        return self._graph_ready.is_set()
+
+    def __call__(self, *args):
+        args = [tf.convert_to_tensor(a, tf.int32) for a in args]
+        background = background_enabled()
+        if self.xla is not None:
+            shape = tuple(tuple(a.shape) for a in args)
+            if shape in self._xla_ready or not background:
+                return self.xla(*args)
+            if self.ready:
+                self._queue_xla(shape, args)
+        with self._engine.builder.calling():
+            if self.ready:
+                return self.graph(*args)
+            if not background:
+                return self.build(*args)
+            outputs = self.eager_fn(*args)  # op by op: no wait for the whole trace
+        self._queue_graph(args)
+        return outputs
+
+    def build(self, *args):
+        """Builds the graph (traced and instantiated on `args`) and returns
+        its outputs on them."""
+        outputs = self.graph(*args)
+        self._graph_ready.set()
+        return outputs
+
+    def _queue_graph(self, args):
+        with self._lock:
+            if self._graph_queued:
+                return
+            self._graph_queued = True
+        self._engine.builder.submit(lambda: self.build(*args))
+
+    def _queue_xla(self, shape, args):
+        with self._lock:
+            if shape in self._xla_queued:
+                return
+            self._xla_queued.add(shape)
+
+        def compile_shape():
+            self.xla(*args)
+            self._xla_ready.add(shape)
+
+        self._engine.builder.submit(compile_shape)
+
+
+__all__ = ["BUILDER", "COMPILE_MODES", "IDS", "Builder", "CompiledSteps", "Work",
+           "background_enabled", "compile_mode"]
