@@ -222,7 +222,7 @@ def next_tokens(translator, text, target_ids, top_k=None, temperature=None):
     return {
         "source": text,
         "target_ids": target_ids,
-        "target_tokens": _token_strings(translator.target_tokenizer, target_ids),
+        "target_tokens": translator.engine.tokens(target_ids),
         "top_k": top_k,
         "temperature": temperature,
         "steps": _steps(translator, source_ids, target_ids, top_k, temperature),
@@ -262,9 +262,8 @@ def _steps(translator, source_ids, target_ids, top_k, temperature, log_probs=Non
         order = np.full((len(chosen), 1), END_ID)
     else:  # `Translator.alternatives`' order
         order = np.argsort(-log_probs, axis=-1, kind="stable")[:, :top_k]  # [T, k]
-    tokens = np.asarray(_token_strings(translator.target_tokenizer,
-                                       np.concatenate([chosen[:, None], order], axis=1).ravel()),
-                        object).reshape(len(chosen), -1)
+    tokens = np.asarray(translator.engine.tokens(
+        np.concatenate([chosen[:, None], order], axis=1).ravel()), object).reshape(len(chosen), -1)
 
     def numbers(t, token_id):
         return {"probability": _round(probabilities[t, token_id], _STEP_DIGITS),
@@ -312,14 +311,6 @@ def _is_empty(source_ids):
     """A source with no token but `[END]` (and padding): "" or blank text
     (the engine's empty-input rule)."""
     return Engine.is_empty(source_ids)
-
-
-def _token_strings(tokenizer, ids):
-    """The subword strings of target `ids` (a list or array of int)."""
-    if not len(ids):
-        return []
-    return [t.decode("utf-8", "replace")
-            for t in tokenizer.id_to_token(np.asarray(ids, np.int32)).numpy()]
 
 
 # When the page warns that a translation is not to be trusted. Measured on the

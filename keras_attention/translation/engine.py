@@ -244,7 +244,7 @@ class Engine:
         if not len(ids):
             return []
         return [t.decode("utf-8", "replace") for t in
-                self._tokenizer(side).id_to_token(tf.constant(ids, tf.int32)).numpy()]
+                self._tokenizer(side).id_to_token(np.asarray(ids, np.int32)).numpy()]
 
     @staticmethod
     def is_empty(source_ids):
@@ -282,14 +282,15 @@ class Engine:
 
     # -- translating -------------------------------------------------------------
 
-    def translate(self, sentences, settings, batch_size=64, verbose=0,
+    def translate(self, sentences, settings, batch_size=64, verbose="auto",
                   num_return_sequences=None, jit_compile=False, target_prefixes=None):
         """`(texts, scores, ids)` of `sentences` (a list of str) in the input
         order; `ids`: each translation's target ids, `[END]` included when it
         was generated, without padding. `target_prefixes`: None, or one id
         list (no `[END]`; empty: free) per sentence, which its translations
         start with. With `num_return_sequences=n`, each element is a list of
-        the n best.
+        the n best. `verbose`: 1 shows a progress bar, 0 none; "auto": a
+        bar when there is more than one batch.
 
         Calls from several threads with the same options while a batch runs
         are batched together (in arrival order; each group waits for at most
@@ -298,6 +299,8 @@ class Engine:
         check_num_return_sequences(num_return_sequences, settings.beam_size)
         if not sentences:
             return [], [], []
+        if verbose == "auto":
+            verbose = int(len(sentences) > batch_size)
         rows = self.tokenize(sentences)
         with_prefix = target_prefixes is not None and any(target_prefixes)
         # (the compile mode too: a group runs in its leader's thread)

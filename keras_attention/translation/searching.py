@@ -16,7 +16,7 @@ import dataclasses
 import numpy as np
 import tensorflow as tf
 
-from keras_attention._validation import as_sentences, check_positive_int
+from keras_attention._validation import as_sentences
 from keras_attention.decoding import DEFAULTS, DecodingSettings
 from keras_attention.translation.engine import engine_of
 
@@ -49,22 +49,10 @@ def translate(model, source_tokenizer, target_tokenizer, sentences,
     """
     settings = DecodingSettings(beam_size, length_penalty, max_length, early_stopping,
                                 length_penalty_form)
-    texts, scores, _ = _search(model, source_tokenizer, target_tokenizer,
-                               as_sentences(sentences, "sentences"),
-                               settings, batch_size, verbose, num_return_sequences, jit_compile)
+    texts, scores, _ = engine_of(model, source_tokenizer, target_tokenizer).translate(
+        as_sentences(sentences, "sentences"), settings, batch_size, verbose,
+        num_return_sequences, jit_compile)
     return texts, scores
-
-
-def _search(model, source_tokenizer, target_tokenizer, sentences, settings, batch_size,
-            verbose, num_return_sequences, jit_compile, target_prefixes=None):
-    """`(texts, scores, ids)` of `sentences` in the input order (see
-    `translate`; `Engine.translate`)."""
-    check_positive_int("batch_size", batch_size)
-    if verbose == "auto":  # a bar when there is more than one batch
-        verbose = int(len(sentences) > batch_size)
-    return engine_of(model, source_tokenizer, target_tokenizer).translate(
-        sentences, settings, batch_size, verbose, num_return_sequences, jit_compile,
-        target_prefixes)
 
 
 def as_texts(texts):

@@ -238,8 +238,6 @@ class Translator:
         sentences, settings = as_texts(texts), self.settings.replace(**overrides)
         prefixes = forcing.prefix_ids(self.engine, target_prefix, len(sentences),
                                       settings.output_length(self.model.max_length))
-        if verbose == "auto":  # a bar when there is more than one batch
-            verbose = int(len(sentences) > batch_size)
         return self.engine.translate(sentences, settings, batch_size, verbose,
                                      num_return_sequences, self.jit_compile, prefixes)
 
