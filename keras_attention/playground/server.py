@@ -27,7 +27,6 @@ import sys
 import threading
 import time
 
-from keras_attention._constants import END_ID, START_ID
 from keras_attention.playground.analysis import (
     DEFAULT_TOP_K,
     MAX_BEAM_SIZE,
@@ -254,10 +253,8 @@ class PlaygroundServer:
         example and waiting for the engine's background builds, so that the
         first typed sentence, of any length, runs compiled work
         (`translation.engine`)."""
-        self.translator.warm_up(wait=True)
-        analyze(self.translator, self.info["example"])  # queues what a request builds
-        self.translator.engine.teacher_forced().build([[END_ID]], [[START_ID]])
-        self.translator.engine.wait()  # the n-best search's graph and the example's XLA
+        analyze(self.translator, self.info["example"])  # queues (or builds) what it runs
+        self.translator.engine.wait()  # the n-best search's and teacher-forced graphs, the XLA
 
     def serve_forever(self):
         """Serves until `shutdown()` (or Ctrl+C in the caller)."""
