@@ -152,14 +152,6 @@ class Engine:
             self._objects[key] = CompiledSteps(self.model)
         return self._objects[key]
 
-    def cached(self, key, make):
-        """A derived object of this model (e.g. attribution's float32 twin),
-        made once with `make()`."""
-        with self._lock:
-            if key not in self._objects:
-                self._objects[key] = make()
-            return self._objects[key]
-
     def search_work(self, settings, num_return_sequences=None, jit_compile=False,
                     with_prefix=False):
         """The search of `settings` (a `DecodingSettings`): `(tokens [B, S]
