@@ -154,6 +154,42 @@ def test_threads_get_the_sequential_results_batched_together(background, monkeyp
     assert sum(runs) == len(sentences) and len(runs) < len(sentences)
 
 
+def test_callers_in_a_loop_are_gathered_into_whole_groups(background, monkeypatch):
+    """4 threads translating 3 sentences each, one call at a time: after a
+    group of several callers, the next leader waits (up to GATHER_SECONDS,
+    here 1 s) for as many callers, so the calls run in whole groups instead
+    of a lone caller's group alternating with the rest's (1, 3, 1, 3, ...:
+    6 groups); a lone caller does not wait."""
+    from keras_attention.translation import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "GATHER_SECONDS", 1.0)
+    translator = untrained_translator()
+    translator.warm_up()
+    translator.engine.wait()
+    for sentence in ENGLISH[:3]:  # one caller: each its own group, at once
+        translator.translate([sentence])
+    runs, original = [], Engine._translate_rows
+
+    def counted(self, ids, *args):
+        runs.append(len(ids))
+        return original(self, ids, *args)
+
+    monkeypatch.setattr(Engine, "_translate_rows", counted)
+    barrier = threading.Barrier(4)
+
+    def caller(i):
+        barrier.wait()
+        for j in range(3):
+            translator.translate([ENGLISH[(3 * i + j) % len(ENGLISH)]])
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(runs) == 12 and len(runs) <= 5, runs
+
+
 def test_an_error_reaches_every_caller_of_its_group(background, monkeypatch):
     translator = untrained_translator()
 

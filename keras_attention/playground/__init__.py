@@ -4,7 +4,8 @@ own trained translator and see its translation and every head's attention
 
 - `analyze(translator, text, beam_size=None, target=None, target_prefix=None,
   top_k=None, temperature=None)`: everything the page shows for one
-  sentence, as a JSON-ready dict (the API's answer); the views in their own
+  sentence, as a JSON-ready dict (the API's answer; `unpack` turns its
+  packed vectors into NumPy arrays); the views in their own
   files have their own answers (`beam_view`, `attribution_view`,
   `checkpoint_view`), each from one `Translator` method;
 - `attention_html(translator, text, ...)`: the same views as one
@@ -19,9 +20,10 @@ from keras_attention.playground.analysis import (
     MAX_TEXT_LENGTH,
     analyze,
     model_info,
+    unpack,
 )
 from keras_attention.playground.html import attention_html
 from keras_attention.playground.server import PlaygroundServer
 
 __all__ = ["MAX_BEAM_SIZE", "MAX_TEXT_LENGTH", "PlaygroundServer", "analyze", "attention_html",
-           "model_info"]
+           "model_info", "unpack"]

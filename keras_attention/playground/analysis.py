@@ -8,6 +8,7 @@ in docs/playground.md) and what `attention_html` embeds in a self-contained
 page; `next_tokens` is `POST /api/alternatives`' answer.
 """
 
+import base64
 import math
 import time
 
@@ -189,7 +190,7 @@ def analyze(translator, text, beam_size=None, target=None, target_prefix=None, t
         "steps": _steps(translator, details.source_ids, details.target_ids, top_k, temperature,
                         details.next_log_probs),
         **reliability(details.source_tokens, details.log_probs),
-        "model": model_info(translator.model),
+        "model": translator.engine.memo("model_info", lambda: model_info(translator.model)),
         "scale": _round(details.attention["encoder_self"][0]["scale"]),
         "attention": attention,
         "milliseconds": round((time.perf_counter() - start) * 1000, 1),
@@ -261,19 +262,39 @@ def _steps(translator, source_ids, target_ids, top_k, temperature, log_probs=Non
     if _is_empty(source_ids):
         order = np.full((len(chosen), 1), END_ID)
     else:  # `Translator.alternatives`' order
-        order = np.argsort(-log_probs, axis=-1, kind="stable")[:, :top_k]  # [T, k]
+        order = _top_k(log_probs, top_k)  # [T, k]
     tokens = np.asarray(translator.engine.tokens(
         np.concatenate([chosen[:, None], order], axis=1).ravel()), object).reshape(len(chosen), -1)
 
-    def numbers(t, token_id):
-        return {"probability": _round(probabilities[t, token_id], _STEP_DIGITS),
-                "log_prob": _finite(log_probs[t, token_id])}
+    # [T, 1 + k]: the token there, then its alternatives (rounded at once).
+    ids = np.concatenate([chosen[:, None], order], axis=1)
+    shown = np.take_along_axis(log_probs, ids, axis=1)
+    shown_probabilities = _round(np.take_along_axis(probabilities, ids, axis=1), _STEP_DIGITS)
+    shown_log_probs = np.where(np.isfinite(shown), _round(shown, _STEP_DIGITS), None).tolist()
+
+    def numbers(t, j):  # JSON has no -inf: None for a token the model never says
+        return {"probability": shown_probabilities[t][j], "log_prob": shown_log_probs[t][j]}
 
     return [{"token": tokens[t, 0], "id": int(chosen[t]), "rank": int(ranks[t]),
-             **numbers(t, chosen[t]),
-             "alternatives": [{"token": token, "id": int(token_id), **numbers(t, token_id)}
-                              for token, token_id in zip(tokens[t, 1:], order[t])]}
+             **numbers(t, 0),
+             "alternatives": [{"token": token, "id": int(token_id), **numbers(t, j + 1)}
+                              for j, (token, token_id) in enumerate(zip(tokens[t, 1:],
+                                                                        order[t]))]}
             for t in rows]
+
+
+def _top_k(log_probs, k):
+    """`[T, k]` ids of each row's `k` largest log-probabilities, largest
+    first, ties by the lower id (`np.argsort(-log_probs, kind="stable")[:,
+    :k]`), without sorting the whole vocabulary: only the ids at or above
+    each row's k-th value are sorted."""
+    k = min(k, log_probs.shape[-1])
+    kth = -np.partition(-log_probs, k - 1, axis=-1)[:, k - 1]  # [T]
+    order = np.empty((len(log_probs), k), np.int64)
+    for t, row in enumerate(log_probs):
+        candidates = np.flatnonzero(row >= kth[t])  # ids ascending, ties included
+        order[t] = candidates[np.argsort(-row[candidates], kind="stable")[:k]]
+    return order
 
 
 def _next_token_log_probs(translator, source_ids, target_ids):
@@ -396,15 +417,38 @@ def _attention(blocks, query_tokens, key_tokens):
         "weights": _round(stacked("weights")),
         "dot_products": _round(stacked("dot_products")),
         "mask": mask.tolist(),
-        "queries": _round(stacked("query")),
-        "keys": _round(stacked("key")),
-        "values": _round(stacked("value")),
-        "outputs": _round(stacked("outputs")),
+        # The vectors, ~90% of the numbers, packed: nested lists of rounded
+        # decimals took ~40 ms of the server's Python per answer, under the
+        # GIL that concurrent requests share (issue 65).
+        "queries": pack(stacked("query")),
+        "keys": pack(stacked("key")),
+        "values": pack(stacked("value")),
+        "outputs": pack(stacked("outputs")),
     }
 
 
+def pack(array):
+    """A float array as JSON: `{"dtype": "float32", "shape": [...], "base64":
+    its little-endian float32 bytes in row-major order, base64}`, every digit
+    of float32 kept. `unpack` (or `np.frombuffer(base64.b64decode(x["base64"]),
+    "<f4").reshape(x["shape"])`, or the page's `unpackArrays`) reads it."""
+    array = np.ascontiguousarray(array, "<f4")
+    return {"dtype": "float32", "shape": list(array.shape),
+            "base64": base64.b64encode(array.tobytes()).decode("ascii")}
+
+
+def unpack(packed):
+    """The NumPy float32 array of a `pack`ed one (an answer's `queries`,
+    `keys`, `values` or `outputs`)."""
+    if not (isinstance(packed, dict) and packed.get("dtype") == "float32"
+            and isinstance(packed.get("base64"), str) and isinstance(packed.get("shape"), list)):
+        raise ValueError(f"Expected a packed array {{'dtype': 'float32', 'shape': [...], "
+                         f"'base64': ...}}; received {packed!r:.80}.")
+    return np.frombuffer(base64.b64decode(packed["base64"]), "<f4").reshape(packed["shape"])
+
+
 def _numpy(x):
-    return np.asarray(ops.convert_to_numpy(ops.cast(x, "float32")))
+    return np.asarray(ops.convert_to_numpy(x), np.float32)  # (bfloat16 too, without a TF op)
 
 
 def _round(x, digits=_DIGITS):
@@ -418,12 +462,6 @@ def _round(x, digits=_DIGITS):
     return rounded.tolist() if rounded.ndim else float(rounded)
 
 
-def _finite(x):
-    """A log-probability as JSON: `_STEP_DIGITS` digits, None for −∞ (a token
-    the model never says: JSON has no infinity)."""
-    return _round(x, _STEP_DIGITS) if np.isfinite(x) else None
-
-
 __all__ = ["DEFAULT_TOP_K", "LOW_CONFIDENCE", "MAX_BEAM_SIZE", "MAX_TEXT_LENGTH", "MAX_TOP_K",
            "MOSTLY_UNKNOWN", "analyze", "check_ids", "check_next_tokens", "check_request",
-           "model_info", "next_tokens", "reliability"]
+           "model_info", "next_tokens", "pack", "reliability", "unpack"]

@@ -25,6 +25,7 @@ from keras_attention.playground import (
     PlaygroundServer,
     analyze,
     attention_html,
+    unpack,
 )
 from keras_attention.playground.server import (
     _ENDPOINT_LIST,
@@ -162,16 +163,17 @@ def test_translate_answer_is_the_models_own(playground_url, playground_translato
         weights = np.asarray(a["weights"])
         np.testing.assert_allclose(weights, maps[kind], atol=2e-5)
         assert weights.shape == (layers, model["num_heads"], q, k)
-        assert np.asarray(a["queries"]).shape == (layers, model["num_heads"], q, model["key_dim"])
-        assert np.asarray(a["values"]).shape == (layers, model["num_heads"], k,
-                                                 model["value_dim"])
+        vectors = {name: unpack(a[name]) for name in ("queries", "keys", "values", "outputs")}
+        assert vectors["queries"].shape == (layers, model["num_heads"], q, model["key_dim"])
+        assert vectors["values"].shape == (layers, model["num_heads"], k, model["value_dim"])
         mask = np.asarray(a["mask"])
         assert mask.shape == (q, k)
         if kind == "decoder_self":
             np.testing.assert_array_equal(mask, np.tril(np.ones((t, t), bool)))
         else:
             assert mask.all()
-        # The numbers sent recombine into the weights and outputs (5 digits).
+        # The numbers sent recombine into the weights and outputs (weights and
+        # q·k to 5 digits, the vectors whole float32s).
         np.testing.assert_allclose(_softmax_rows(a["dot_products"], answer["scale"], mask),
                                    weights, atol=2e-3)
         # Products of numbers rounded to 5 significant digits (relative error
@@ -179,9 +181,9 @@ def test_translate_answer_is_the_models_own(playground_url, playground_translato
         # products, however much the sum itself cancels; the result's own
         # rounding adds 5e-5 of it (a tolerance relative to the result alone
         # failed on a near-cancelling q·k of a rerun of the tiny model).
-        assert_recombines(np.asarray(a["queries"]), np.swapaxes(a["keys"], -1, -2),
+        assert_recombines(vectors["queries"], np.swapaxes(vectors["keys"], -1, -2),
                           a["dot_products"])
-        assert_recombines(weights, np.asarray(a["values"]), a["outputs"])
+        assert_recombines(weights, vectors["values"], vectors["outputs"])
     assert answer["attention"]["cross"]["query_tokens"] == answer["target_input_tokens"]
     assert answer["attention"]["cross"]["key_tokens"] == answer["source_tokens"]
 

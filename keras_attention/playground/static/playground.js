@@ -999,8 +999,9 @@
     return exps.map(function (e) { return e / sum; });
   }
 
-  // The API rounds every number to 5 significant digits. A model that computes in mixed
-  // precision sends q, k, v and the outputs as bfloat16 (or float16) numbers: detected here
+  // The API rounds weights and q·k to 5 significant digits and sends the vectors as float32
+  // numbers. A model that computes in mixed precision sends q, k, v and the outputs as
+  // bfloat16 (or float16) numbers: detected here
   // (every value within rounding of a number with 8 (11) significant bits; a float32 model's
   // numbers are not, bar chance) so that the checks allow for their precision.
   var PRECISIONS = [{ name: "bfloat16", bits: 8 }, { name: "float16", bits: 11 }];
@@ -1149,7 +1150,7 @@
 
     // The numbers check themselves: softmax of the logits shown, q·k from the vectors shown, and
     // the weighted sum of the values shown, against the model's own weights, q·k and output.
-    // The numbers are rounded to 5 significant digits (relative error <= 5e-5 each), so a
+    // Weights and q·k are rounded to 5 significant digits (relative error <= 5e-5 each), so a
     // recomputed sum of products may differ by about 1e-4 of the sum of its terms' sizes.
     var precision = declaredPrecision(model);
     if (precision === undefined) precision = detectPrecision(values.concat([output || []]));
@@ -1305,11 +1306,42 @@
     return "the server answered " + response.status + " " + (response.statusText || "");
   }
 
+  // The API packs big float arrays (an answer's q, k, v and outputs) as {"dtype": "float32",
+  // "shape": [...], "base64": little-endian bytes}: back to the nested arrays the views index.
+  function isPacked(x) {
+    return x && typeof x === "object" && x.dtype === "float32" && typeof x.base64 === "string" &&
+      Array.isArray(x.shape);
+  }
+
+  function unpackArray(x) {
+    var bytes = atob(x.base64), buffer = new ArrayBuffer(bytes.length), u8 = new Uint8Array(buffer);
+    for (var i = 0; i < bytes.length; i++) u8[i] = bytes.charCodeAt(i);
+    var view = new DataView(buffer), at = 0;
+    function build(depth) {
+      var out = [];
+      for (var n = 0; n < x.shape[depth]; n++) {
+        if (depth === x.shape.length - 1) { out.push(view.getFloat32(at, true)); at += 4; }
+        else out.push(build(depth + 1));
+      }
+      return out;
+    }
+    return x.shape.length ? build(0) : view.getFloat32(0, true);
+  }
+
+  function unpackArrays(value) {
+    if (isPacked(value)) return unpackArray(value);
+    if (Array.isArray(value)) return value.map(unpackArrays);
+    if (value && typeof value === "object") {
+      Object.keys(value).forEach(function (key) { value[key] = unpackArrays(value[key]); });
+    }
+    return value;
+  }
+
   function fetchJson(url, options) {
     return fetch(url, options).then(function (response) {
       return response.text().then(function (text) {
         var body = null;
-        try { body = text ? JSON.parse(text) : null; } catch (e) { body = null; }
+        try { body = text ? unpackArrays(JSON.parse(text)) : null; } catch (e) { body = null; }
         if (!response.ok || body === null || (body && body.error !== undefined)) {
           var error = new Error(body ? errorMessage(body, response)
                                      : errorMessage(null, response) + " (not JSON)");
@@ -1480,7 +1512,7 @@
       $("top-k").disabled = true;
       var data;
       try {
-        data = JSON.parse(embedded.textContent);
+        data = unpackArrays(JSON.parse(embedded.textContent));
       } catch (error) {
         setStatus("Error: the embedded data is not valid JSON (" + error.message + ").", "error");
         return;
