@@ -104,3 +104,35 @@ def short_cpu_name(info):
     name = re.sub(r"\((r|tm)\)|\bcpu\b|\bprocessor\b|@.*$", " ", info["model"].lower())
     name = "-".join(re.findall(r"[a-z0-9]+", name)) or "cpu"
     return f"{name}-{info['cpus']}cpus"
+
+
+def write_record(benchmark, script_args, figures, notes, machine, load_at_start, path=None,
+                 **fields):
+    """Writes a benchmark's run record (tests/test_docs.py's rule: the date,
+    the processor with its instruction sets, the command, numbers-only
+    `figures`, `notes`) to `path` or
+    benchmarks/results/<date>-<benchmark>-<cpu>.json; returns the path.
+    `fields`: more of the record (the preset, ...), before the figures."""
+    import datetime
+    import json
+
+    record = {
+        "benchmark": benchmark,
+        "date": datetime.date.today().isoformat(),
+        "command": " ".join(["python", f"benchmarks/{benchmark}.py", *script_args]),
+        **fields,
+        "processor": {**machine, "instruction_sets": machine["flags"]},
+        "processor_description": describe(machine),
+        "load_average_at_start": load_at_start,
+        "load_average_at_end": os.getloadavg(),
+        "figures": figures,
+        "notes": notes,
+    }
+    path = path or os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "results",
+        f"{record['date']}-{benchmark}-{machine['model'].lower().replace(' ', '-')}"
+        f"-{machine['cpus']}cpus.json")
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1)
+        f.write("\n")
+    return path

@@ -26,7 +26,6 @@ Writes benchmarks/results/<date>-concurrent_callers-<cpu>.json (or --json).
 
 import argparse
 import concurrent.futures
-import datetime
 import json
 import os
 import sys
@@ -39,7 +38,7 @@ import _repo_root  # noqa: E402,F401  (the repository root on sys.path, TensorFl
 
 # isort: split
 
-from benchmarks._machine import cpu_info, describe  # noqa: E402
+from benchmarks._machine import cpu_info, write_record  # noqa: E402
 
 
 def _post(url, text):
@@ -129,36 +128,16 @@ def main(argv=None):
                                         sentences, args.clients, wait, args.rounds)
     finally:
         server.shutdown()
-    record = {
-        "benchmark": "concurrent_callers",
-        "date": datetime.date.today().isoformat(),
-        "command": " ".join(["python", "benchmarks/concurrent_callers.py",
-                             *(sys.argv[1:] if argv is None else argv)]),
-        "preset": args.preset,
-        "sentences": len(sentences),
-        "clients": args.clients,
-        "rounds": args.rounds,
-        "processor": {**machine, "instruction_sets": machine["flags"]},
-        "processor_description": describe(machine),
-        "load_average_at_start": load_at_start,
-        "load_average_at_end": os.getloadavg(),
-        "goal_ratio": 1.5,
-        "figures": results,
-        "notes": ("Each sentence is one call, in order (sequential) or from "
-                  f"{args.clients} threads / HTTP clients at once (concurrent), after a "
-                  "warm-up that ran both ways until the engine's background builds were "
-                  "done; the ratio is concurrent / sequential sentences/s, the median "
-                  f"of {args.rounds} rounds (same_translations: the worst round; score "
-                  "differences over every round). The machine may be shared: see the load "
-                  "averages."),
-    }
-    path = args.json or os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "results",
-        f"{record['date']}-concurrent_callers-{machine['model'].lower().replace(' ', '-')}"
-        f"-{machine['cpus']}cpus.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=1)
-        f.write("\n")
+    path = write_record(
+        "concurrent_callers", sys.argv[1:] if argv is None else argv, results,
+        ("Each sentence is one call, in order (sequential) or from "
+         f"{args.clients} threads / HTTP clients at once (concurrent), after a warm-up that "
+         "ran both ways until the engine's background builds were done; the ratio is "
+         f"concurrent / sequential sentences/s, the median of {args.rounds} rounds "
+         "(same_translations: the worst round; score differences over every round). The "
+         "machine may be shared: see the load averages."), machine, load_at_start, args.json,
+        preset=args.preset, sentences=len(sentences), clients=args.clients,
+        rounds=args.rounds, goal_ratio=1.5)
     print(f"Wrote {path}", flush=True)
     return 0
 

@@ -1,14 +1,18 @@
 """keras_attention: attention layers and an encoder-decoder Transformer for Keras 3."""
 
 import importlib.util as _importlib_util
+import os as _os
 import sys as _sys
 
-if _sys.argv[:1] == ["-m"] and _importlib_util.find_spec("tensorflow") is not None:
+if ((_sys.argv[:1] == ["-m"] or _os.environ.get("KERAS_ATTENTION_QUIET_STARTUP") == "1")
+        and _importlib_util.find_spec("tensorflow") is not None):
     # `python -m keras_attention ...` (the package's command, `__main__`:
     # Python sets argv[0] to "-m" while it imports the package): TensorFlow
     # first, without the start-up lines that read like failures on a machine
-    # without a GPU (`_startup`), as the recipes import it. A plain `import
-    # keras_attention` leaves stderr and the environment alone.
+    # without a GPU (`_startup`), as the recipes import it; also in the
+    # processes a command starts with KERAS_ATTENTION_QUIET_STARTUP=1 (Beam's
+    # workers of beam_translate.py). A plain `import keras_attention` leaves
+    # stderr and the environment alone.
     from keras_attention._startup import import_tensorflow as _import_tensorflow
 
     _import_tensorflow()

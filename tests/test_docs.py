@@ -59,6 +59,7 @@ GROUPS = {
     ("docs/playground.md", "html"): ["attention_html"],
     ("docs/hugging_face.md", "marian"): ['"hf://Helsinki-NLP/opus-mt-en-es"'],
     ("docs/files.md", "files"): ['merge(["part0.es"'],
+    ("docs/scaling.md", "beam"): ["TranslatorModelHandler(\"tatoeba_en_es\""],
 }
 
 # Shell commands of the docs that are not run here, and why.
@@ -425,6 +426,20 @@ def test_files_guide_block(tiny_run, tmp_path):
     assert (tmp_path / "merged.es").read_bytes() == (tmp_path / "whole.es").read_bytes()
 
 
+def test_scaling_guide_beam_block(capfd):
+    """docs/scaling.md's Beam pipeline, as written, in this process (the
+    DirectRunner): each key with `Translator.translate`'s translation."""
+    pytest.importorskip("apache_beam")
+    from keras_attention import Translator
+
+    exec(_code("docs/scaling.md", "beam"), {})  # noqa: S102
+    printed = sorted(line for line in capfd.readouterr().out.splitlines()
+                     if line.startswith("doc-"))
+    expected = Translator.from_preset("tatoeba_en_es").translate(
+        ["Good morning.", "Where is the cat?"], beam_size=4)
+    assert printed == [f"doc-1\t{expected[0]}", f"doc-2\t{expected[1]}"]
+
+
 def test_playground_html_block(tiny_run, tmp_path):
     _, workdir, _ = tiny_run
     code = _code("docs/playground.md", "html", _run_replacements(workdir))
@@ -450,12 +465,29 @@ class _Parsed(Exception):
 def parse_only(monkeypatch):
     """`ArgumentParser.parse_args` parses (exiting 2 on a bad flag, as always),
     then raises `_Parsed`: a script's `main(argv)` stops there."""
-    original = argparse.ArgumentParser.parse_args
+    known = argparse.ArgumentParser.parse_known_args
+    depth = [0]  # subcommands' parsers run inside: they parse as always
 
-    def parse_args(self, args=None, namespace=None):
-        raise _Parsed(original(self, args, namespace))
+    def parse(self, args, namespace):
+        depth[0] += 1
+        try:
+            return known(self, args, namespace)
+        finally:
+            depth[0] -= 1
+
+    def parse_args(self, args=None, namespace=None):  # argparse's, on the original
+        namespace, extras = parse(self, args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        raise _Parsed(namespace)
+
+    def parse_known_args(self, args=None, namespace=None):  # a script passing the rest on
+        if depth[0]:
+            return known(self, args, namespace)
+        raise _Parsed(parse(self, args, namespace)[0])
 
     monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_args)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_known_args", parse_known_args)
 
 
 _MODULES = {}

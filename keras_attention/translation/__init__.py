@@ -6,8 +6,10 @@ Modules, by concern: `translator` (`Translator`: its settings and thin
 methods), `engine` (`Engine`, one per model and tokenizers: the compiled
 work every method runs, bucketing, ids <-> strings, the empty-input rule,
 batching of concurrent callers; `compiled`: how its work runs without
-waiting for a compilation), `files` (`translate_file` and `merge`:
-text files of any size, streamed, resumable, sharded), `searching` (the
+waiting for a compilation), `files` (`translate_file`:
+text files of any size, streamed, resumable, sharded; `file_parts`: `merge`
+of the shards' parts), `run_inference` (`TranslatorModelHandler`, Apache
+Beam's RunInference over a translator; needs the `[beam]` extra), `searching` (the
 search on strings: `translate`, `SearchResult`, `AttentionDetails`),
 `forcing` (forced decoding: `score`, `alternatives`,
 target prefixes), `presets` (loading and saving), `fine_tuning`
