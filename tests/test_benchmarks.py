@@ -16,9 +16,9 @@ pytestmark = pytest.mark.slow  # each runs a benchmark script (tiny sizes)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-SCRIPTS = ("alignment", "concurrent_callers", "corpus_scale", "ctranslate2", "decoding",
-           "first_answer", "gpu", "kerasio_translation", "packing", "profile_train_step",
-           "quantization", "quality", "serving", "train_step")
+SCRIPTS = ("alignment", "beam_translate", "concurrent_callers", "corpus_scale", "ctranslate2",
+           "decoding", "first_answer", "gpu", "kerasio_translation", "packing",
+           "profile_train_step", "quantization", "quality", "serving", "train_step")
 
 
 @pytest.mark.parametrize("script", SCRIPTS)

@@ -1,6 +1,9 @@
 """Training (TensorFlow side): the loss, the schedule, strategies and precision,
 one resumable training loop for every `tf.distribute` strategy, and the
-epoch checkpoints it writes (listed, loaded and averaged by `checkpoints`)."""
+epoch checkpoints it writes (listed, loaded and averaged by `checkpoints`).
+On the JAX backend, `jax_distribution` sets up `keras.distribution` across
+processes (imported on its own: `from keras_attention.training import
+jax_distribution`)."""
 
 from keras_attention.training.callbacks import BestCheckpoints, TimeBudget
 from keras_attention.training.checkpoints import (
