@@ -113,7 +113,6 @@ def tiny_run(tmp_path_factory, text_files):
 
             metrics = train_and_evaluate(tiny_config(text_files, num_layers=2), str(workdir),
                                          verbose=0, export=False)
-            keras.config.set_dtype_policy("float32")
             done.write_text(json.dumps(metrics))
         return load_config(str(workdir / "config.json")), workdir, json.loads(done.read_text())
 

@@ -60,10 +60,14 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
 
     The process that writes the run (the chief) holds `run_lock` on
     `workdir` from its checks to its last file: a second command on the same
-    workdir stops at once, naming it.
+    workdir stops at once, naming it. Keras' global dtype policy is the
+    caller's again when it returns (or raises).
     """
     begin = time.perf_counter()
     with contextlib.ExitStack() as lock:
+        # The run sets Keras' global dtype policy to its precision; the
+        # caller's comes back when it returns or raises.
+        lock.callback(keras.config.set_dtype_policy, keras.config.dtype_policy())
         # Everything is checked before anything is written: a refused command
         # leaves the workdir as it was, so the corrected one starts afresh.
         config, corpus, resumed = _checked_start(config, workdir)

@@ -535,11 +535,11 @@ def test_a_run_directory_in_use_is_refused_naming_its_holder(tmp_path, text_file
     holder = (f"{workdir} is in use by process {os.getpid()} on {socket.gethostname()} "
               "(train.py, since ")
     with directory_lock(str(workdir), "train.py"):
-        try:
-            with pytest.raises(DirectoryInUseError, match=re.escape(holder)):
-                train_and_evaluate(tiny_config(text_files), str(workdir), verbose=0)
-        finally:
-            keras.config.set_dtype_policy("float32")
+        with pytest.raises(DirectoryInUseError, match=re.escape(holder)):
+            train_and_evaluate(tiny_config(text_files, precision="mixed_float16"),
+                               str(workdir), verbose=0)
+        # It had set its precision as the global policy: the caller's is back.
+        assert keras.config.dtype_policy().name == "float32"
         with pytest.raises(DirectoryInUseError, match=re.escape(holder)):
             evaluate_run(str(workdir), verbose=0)
         for main, flags in ((evaluate.main, []), (export.main, []),
