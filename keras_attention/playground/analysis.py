@@ -262,7 +262,7 @@ def _steps(translator, source_ids, target_ids, top_k, temperature, log_probs=Non
     if _is_empty(source_ids):
         order = np.full((len(chosen), 1), END_ID)
     else:  # `Translator.alternatives`' order
-        order = _top_k(log_probs, top_k)  # [T, k]
+        order = Engine.top_k(log_probs, top_k)  # [T, k]
     tokens = np.asarray(translator.engine.tokens(
         np.concatenate([chosen[:, None], order], axis=1).ravel()), object).reshape(len(chosen), -1)
 
@@ -281,20 +281,6 @@ def _steps(translator, source_ids, target_ids, top_k, temperature, log_probs=Non
                               for j, (token, token_id) in enumerate(zip(tokens[t, 1:],
                                                                         order[t]))]}
             for t in rows]
-
-
-def _top_k(log_probs, k):
-    """`[T, k]` ids of each row's `k` largest log-probabilities, largest
-    first, ties by the lower id (`np.argsort(-log_probs, kind="stable")[:,
-    :k]`), without sorting the whole vocabulary: only the ids at or above
-    each row's k-th value are sorted."""
-    k = min(k, log_probs.shape[-1])
-    kth = -np.partition(-log_probs, k - 1, axis=-1)[:, k - 1]  # [T]
-    order = np.empty((len(log_probs), k), np.int64)
-    for t, row in enumerate(log_probs):
-        candidates = np.flatnonzero(row >= kth[t])  # ids ascending, ties included
-        order[t] = candidates[np.argsort(-row[candidates], kind="stable")[:k]]
-    return order
 
 
 def _next_token_log_probs(translator, source_ids, target_ids):

@@ -272,6 +272,21 @@ class Engine:
         peak = logits.max(axis=-1, keepdims=True)
         return logits - (peak + np.log(np.exp(logits - peak).sum(axis=-1, keepdims=True)))
 
+    @staticmethod
+    def top_k(log_probs, k):
+        """`[T, k]` ids of each row of `log_probs` `[T, V]` with the `k`
+        largest values, largest first, ties by the lower id
+        (`np.argsort(-log_probs, kind="stable")[:, :k]`), without sorting
+        the whole vocabulary: only the ids at or above each row's k-th
+        value are sorted."""
+        k = min(k, log_probs.shape[-1])
+        kth = -np.partition(-log_probs, k - 1, axis=-1)[:, k - 1]  # [T]
+        order = np.empty((len(log_probs), k), np.int64)
+        for t, row in enumerate(log_probs):
+            candidates = np.flatnonzero(row >= kth[t])  # ids ascending, ties included
+            order[t] = candidates[np.argsort(-row[candidates], kind="stable")[:k]]
+        return order
+
     # -- bucketing ---------------------------------------------------------------
 
     def pad(self, rows, batch_rows=None):

@@ -219,7 +219,7 @@ def alternatives(translator, source, prefix=None, k=5, temperature=1.0):
     log_probs = keras.ops.convert_to_numpy(_next_work(engine)(
         [source_ids], [ids] if ids else np.zeros((1, 0), np.int32)))[0]
     log_probs = log_probs.astype(np.float64)
-    order = np.argsort(-log_probs, kind="stable")[:k]
+    order = engine.top_k(log_probs[None], k)[0]
     scaled = log_probs / temperature
     scaled = np.exp(scaled - np.logaddexp.reduce(scaled[np.isfinite(scaled)]))
     tokens = engine.tokens([int(t) for t in order])

@@ -31,7 +31,7 @@ import dataclasses
 import logging
 
 from keras_attention._validation import check_positive_int
-from keras_attention.decoding import DecodingSettings
+from keras_attention.decoding import DecodingSettings, check_num_return_sequences
 
 NAMESPACE = "keras_attention"
 # Beam's RunInference (2.74 to 2.78 at least) logs this warning for every
@@ -99,8 +99,7 @@ class TranslatorModelHandler(ModelHandler):
         if min_batch_size > max_batch_size:
             raise ValueError(f"`min_batch_size` ({min_batch_size}) is above `max_batch_size` "
                              f"({max_batch_size}).")
-        if num_return_sequences is not None:
-            check_positive_int("num_return_sequences", num_return_sequences)
+        check_positive_int("num_return_sequences", num_return_sequences, allow_none=True)
         self.preset, self.dtype = preset, dtype
         self.num_return_sequences = num_return_sequences
         self.return_scores = bool(return_scores)
@@ -118,10 +117,7 @@ class TranslatorModelHandler(ModelHandler):
         translator = Translator.from_preset(self.preset, dtype=self.dtype)
         if self.decoding:
             translator = translator.with_settings(**self.decoding)
-        if self.num_return_sequences is not None and (
-                self.num_return_sequences > translator.beam_size):
-            raise ValueError(f"`num_return_sequences` ({self.num_return_sequences}) is above "
-                             f"the beam size ({translator.beam_size}); give a larger beam_size.")
+        check_num_return_sequences(self.num_return_sequences, translator.beam_size)
         return translator
 
     def run_inference(self, batch, model, inference_args=None):

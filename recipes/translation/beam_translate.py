@@ -41,7 +41,11 @@ import tempfile
 if not __package__:  # run as a file, not with `python -m recipes.translation.beam_translate`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from recipes.translation.config import add_decoding_flags, decoding_overrides  # noqa: E402
+from recipes.translation.config import (  # noqa: E402
+    add_decoding_flags,
+    decoding_overrides,
+    positive_int,
+)
 
 OUTPUT_FORMATS = ("tsv", "text")
 _BUCKET_LINES = 100_000  # lines sorted in memory at a time when writing the ordered text
@@ -67,7 +71,7 @@ def _parser():
     parser.add_argument("--output-format", choices=OUTPUT_FORMATS, default="tsv",
                         help="tsv: the record shards; text: also each file's translations in "
                              "input order (PREFIX.txt), as translate_file writes them")
-    parser.add_argument("--n-best", type=int, default=None, metavar="N",
+    parser.add_argument("--n-best", type=positive_int, default=None, metavar="N",
                         help="the N best translations of each line, joined by TAB")
     parser.add_argument("--scores", action="store_true",
                         help="each translation preceded by its score and a TAB")
@@ -76,9 +80,9 @@ def _parser():
     parser.add_argument("--errors", choices=("strict", "replace"), default="strict",
                         help="a line that is not UTF-8: an error naming it, or its bad bytes "
                              "as U+FFFD")
-    parser.add_argument("--batch-size", type=int, default=64,
+    parser.add_argument("--batch-size", type=positive_int, default=64,
                         help="sentences decoded together")
-    parser.add_argument("--max-batch-size", type=int, default=None,
+    parser.add_argument("--max-batch-size", type=positive_int, default=None,
                         help="sentences Beam hands to one translate call (default: 4 x "
                              "--batch-size)")
     parser.add_argument("--large-model", action="store_true",
@@ -91,11 +95,8 @@ def main(argv=None):
     parser = _parser()
     args, beam_args = parser.parse_known_args(argv)
     decoding = decoding_overrides(parser, args)
-    for flag, value, minimum in (("--n-best", args.n_best, 1), ("--column", args.column, 0),
-                                 ("--batch-size", args.batch_size, 1),
-                                 ("--max-batch-size", args.max_batch_size, 1)):
-        if value is not None and value < minimum:
-            parser.error(f"{flag} must be an integer >= {minimum}; received {value}.")
+    if args.column is not None and args.column < 0:
+        parser.error(f"--column must be an integer >= 0; received {args.column}.")
     from recipes._startup import import_tensorflow
 
     import_tensorflow()  # quietly, here and (the environment) in the local workers

@@ -110,7 +110,8 @@ def test_bad_input_and_inference_args_name_what_was_expected():
     with pytest.raises(TypeError, match=r"got a int \(7\) at position 1 of a batch"):
         handler.run_inference(["Hello.", 7], model=None)
     too_wide = TranslatorModelHandler(PRESET, num_return_sequences=9, beam_size=4)
-    with pytest.raises(ValueError, match=r"`num_return_sequences` \(9\) is above the beam size"):
+    with pytest.raises(ValueError,
+                       match=r"`num_return_sequences`=9 must be at most the beam size 4"):
         too_wide.load_model()
     assert handler.batch_elements_kwargs() == {"min_batch_size": 1, "max_batch_size": 256}
 
