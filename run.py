@@ -37,8 +37,10 @@ MAIN = [str(ROOT / "recipes" / "translation" / "train.py")]
 PLAYGROUND = [str(ROOT / "recipes" / "translation" / "playground.py")]
 # What `run.py playground` opens when there is no runs/translation yet.
 DEFAULT_PLAYGROUND_PRESET = "tatoeba_en_es"
-# Backend-agnostic parts of the package (keras.ops only), also tested on JAX.
-JAX_TESTS = ["tests/layers", "tests/models", "tests/decoding"]
+# Backend-agnostic parts of the package (keras.ops only), also tested on JAX,
+# and the JAX road of training and translating (keras.distribution, jax.jit).
+JAX_TESTS = ["tests/layers", "tests/models", "tests/decoding",
+             "tests/training/test_jax_trainer.py", "tests/translation/test_jax_engine.py"]
 # On JAX, what differs by backend: the numerics, gradients, saving and
 # decoding loops; tests marked `backend_independent` (argument checks, configs,
 # pure-Python helpers) or `search_bookkeeping` (which hypotheses a search

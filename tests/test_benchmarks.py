@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 SCRIPTS = ("alignment", "beam_translate", "concurrent_callers", "corpus_scale", "ctranslate2",
-           "decoding", "first_answer", "gpu", "kerasio_translation", "packing",
+           "decoding", "first_answer", "gpu", "jax_training", "kerasio_translation", "packing",
            "profile_train_step", "quantization", "quality", "serving", "train_step")
 
 

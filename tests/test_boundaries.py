@@ -34,7 +34,7 @@ pytestmark = pytest.mark.backend_independent
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SHARED_INTERNALS = {"keras_attention._io", "keras_attention._validation",
                     "keras_attention._constants", "keras_attention._deprecation",
-                    "keras_attention._startup"}
+                    "keras_attention._startup", "keras_attention._jax"}
 PRIVATE_LIBRARIES = ("tensorflow.python", "tensorflow_text.python", "keras.src",
                      "keras_hub.src")
 # `(file, private name)`: the imports of another library's private modules
@@ -65,10 +65,11 @@ DECODING_NAMES_ALLOWED = {"DecodingSettings", "DEFAULTS", "gnmt_length_penalty",
 # are not ours to order; the last floor is everything that uses the package.
 FLOORS = (
     # The root's shared internals (constants, atomic file writes, argument
-    # checks, the version, TensorFlow's quiet start-up for the commands):
-    # everything uses them, they import nothing of ours.
+    # checks, the version, TensorFlow's quiet start-up for the commands, JAX's
+    # jit over variables): everything uses them, they import nothing of ours.
     ("keras_attention._constants", "keras_attention._deprecation", "keras_attention._io",
-     "keras_attention._startup", "keras_attention._validation", "keras_attention.version"),
+     "keras_attention._jax", "keras_attention._startup", "keras_attention._validation",
+     "keras_attention.version"),
     # The presets shipped with the package, by name (data and a registry that
     # imports nothing of ours): every `from_preset` resolves names there.
     ("keras_attention.presets",),

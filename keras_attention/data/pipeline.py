@@ -193,6 +193,7 @@ def make_batches(
     shard=True,
     pack=False,
     pack_window=2048,
+    batch_multiple=1,
 ):
     """Token-bucketed (or packed) batches for training or evaluation.
 
@@ -229,6 +230,9 @@ def make_batches(
             unused. The packing runs in NumPy (`tf.numpy_function`) on the
             input pipeline's host.
         pack_window: pairs packed together (more: fuller rows).
+        batch_multiple: the rows of every batch are a multiple of this (at
+            least this many): the data-parallel devices that one input
+            pipeline feeds (`JaxTrainer.batch_multiple`).
 
     Returns:
         A `tf.data.Dataset` of `({"encoder_tokens": [B, L], "decoder_tokens": [B, L]},
@@ -249,6 +253,10 @@ def make_batches(
         )
     boundaries = check_bucket_boundaries(bucket_boundaries, max_length)
     check_positive_int("pack_window", pack_window)
+    check_positive_int("batch_multiple", batch_multiple)
+
+    def rows(tokens, length):  # a multiple of batch_multiple, at least one
+        return max(batch_multiple, tokens // length // batch_multiple * batch_multiple)
     if deterministic and seed is None:
         seed = 0
 
@@ -280,11 +288,11 @@ def make_batches(
 
     per_replica_tokens = batch_tokens // replicas
     if pack:
-        rows = max(1, per_replica_tokens // max_length)
+        batch_rows = rows(per_replica_tokens, max_length)
         dataset = _packed_rows(dataset, max_length, pack_window)
         if training:  # first-fit decreasing orders a window's rows by length
-            dataset = dataset.shuffle(4 * rows + pack_window // 4, seed=seed)
-        dataset = dataset.batch(rows, drop_remainder=training).map(
+            dataset = dataset.shuffle(4 * batch_rows + pack_window // 4, seed=seed)
+        dataset = dataset.batch(batch_rows, drop_remainder=training).map(
             lambda row: ({key: row[key] for key in _PACKED_KEYS if key != "labels"},
                          row["labels"]),
             num_parallel_calls=tf.data.AUTOTUNE)
@@ -293,7 +301,7 @@ def make_batches(
         element_length_func=lambda enc, dec, lab: tf.maximum(tf.size(enc), tf.size(dec)),
         # Bucket i holds lengths in [b_{i-1}+1, b_i] and is padded to b_i.
         bucket_boundaries=[b + 1 for b in boundaries],
-        bucket_batch_sizes=[max(1, per_replica_tokens // b) for b in boundaries] + [1],
+        bucket_batch_sizes=[rows(per_replica_tokens, b) for b in boundaries] + [batch_multiple],
         pad_to_bucket_boundary=True,
         drop_remainder=training,
     )

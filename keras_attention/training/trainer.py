@@ -74,19 +74,36 @@ class Trainer:
                  jit_compile=False, backup_dir=None, backup_every_steps=100,
                  checkpoint_dir=None, keep_checkpoints=5, tensorboard_dir=None,
                  callbacks=None, verbose=1):
+        self.strategy = strategy
+        self.jit_compile = jit_compile
+        self._init_loop(model, optimizer, label_smoothing, clip_norm, backup_dir,
+                        backup_every_steps, checkpoint_dir, keep_checkpoints, tensorboard_dir,
+                        callbacks, verbose, chief=is_chief(strategy))
+        with strategy.scope():
+            optimizer.build(model.trainable_variables)
+            # Steps taken by this loop. Not `optimizer.iterations`: a loss-scale
+            # optimizer does not count the steps it skips on overflow.
+            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="train_step")
+        self._backup = tf.train.Checkpoint(model=model, optimizer=optimizer, step=self.step)
+        self._train_step = self._make_train_step()
+        self._eval_step = self._make_eval_step()
+
+    def _init_loop(self, model, optimizer, label_smoothing, clip_norm, backup_dir,
+                   backup_every_steps, checkpoint_dir, keep_checkpoints, tensorboard_dir,
+                   callbacks, verbose, chief):
+        """What the loop needs whatever runs its steps (`JaxTrainer` too)."""
         self.model = model
         self.optimizer = optimizer
-        self.strategy = strategy
         self.label_smoothing = label_smoothing
         self.clip_norm = clip_norm
-        self.jit_compile = jit_compile
         self.backup_dir = backup_dir
         self.backup_every_steps = backup_every_steps
         self.checkpoint_dir = checkpoint_dir
         self.keep_checkpoints = keep_checkpoints
         self.tensorboard_dir = tensorboard_dir
         self.verbose = verbose
-        self.chief = is_chief(strategy)
+        self.chief = chief
+        self._sigterm = False
         callbacks = list(callbacks or [])
         # The History that `fit` returns: the caller's, or one of our own.
         self.history = next(
@@ -96,15 +113,6 @@ class Trainer:
             self.history = keras.callbacks.History()
             callbacks.append(self.history)
         self.callbacks = keras.callbacks.CallbackList(callbacks, add_progbar=False, model=model)
-        with strategy.scope():
-            optimizer.build(model.trainable_variables)
-            # Steps taken by this loop. Not `optimizer.iterations`: a loss-scale
-            # optimizer does not count the steps it skips on overflow.
-            self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="train_step")
-        self._backup = tf.train.Checkpoint(model=model, optimizer=optimizer, step=self.step)
-        self._train_step = self._make_train_step()
-        self._eval_step = self._make_eval_step()
-        self._sigterm = False
 
     # -- steps -------------------------------------------------------------
 
@@ -239,7 +247,7 @@ class Trainer:
     def evaluate(self, dataset):
         """Teacher-forced loss and token accuracy over a finite dataset."""
         loss_sum = tokens = correct = 0.0
-        for inputs, labels in self.strategy.experimental_distribute_dataset(dataset):
+        for inputs, labels in self._evaluation_batches(dataset):
             batch_loss, batch_tokens, batch_correct = self._eval_step(inputs, labels)
             loss_sum += float(batch_loss)
             tokens += float(batch_tokens)
@@ -269,11 +277,7 @@ class Trainer:
         writer = None
         if self.tensorboard_dir and self.chief:
             writer = tf.summary.create_file_writer(os.path.join(self.tensorboard_dir, "train"))
-        # After a resume the data start again with another shuffle seed.
-        dataset = self.strategy.distribute_datasets_from_function(
-            lambda context: dataset_fn(context, step)
-        )
-        iterator = iter(dataset)
+        iterator = self._batches(dataset_fn, step)
 
         previous_handler = None
         if _main_thread():
@@ -296,6 +300,19 @@ class Trainer:
             )
         self.callbacks.on_train_end()
         return self.history
+
+    def _evaluation_batches(self, dataset):
+        return self.strategy.experimental_distribute_dataset(dataset)
+
+    def _batches(self, dataset_fn, step):
+        """The iterator of training batches, each replica's from its pipeline;
+        after a resume (`step` > 0) they start again with another shuffle seed."""
+        return iter(self.strategy.distribute_datasets_from_function(
+            lambda context: dataset_fn(context, step)))
+
+    def _epoch_end(self):
+        """Before an epoch's validation, checkpoint and callbacks (JaxTrainer
+        copies the weights to the model they read)."""
 
     def _run_epoch(self, epoch, iterator, step, total_steps, steps_per_epoch, validation_data,
                    manager, writer):
@@ -353,6 +370,7 @@ class Trainer:
         logs["steps"] = step - first
         logs["seconds"] = time.perf_counter() - start
         logs["tokens"] = tokens + source_tokens
+        self._epoch_end()
         if validation_data is not None:
             for name, value in self.evaluate(validation_data).items():
                 logs[f"val_{name}"] = value

@@ -4,7 +4,9 @@ holds a computation and its compiled forms (a graph for every shape, XLA
 programs per shape), runs it op by op over `CompiledSteps` until its graph
 is built, and hands its builds to the one background `Builder`;
 `compile_mode` / `KERAS_ATTENTION_COMPILE` choose whether calls wait for
-them instead.
+them instead. On the JAX backend a `Work` is one `jax.jit` program per
+shape, the model's variables its arguments (`_jax_program`), and calls wait
+for it.
 """
 
 import atexit
@@ -14,6 +16,8 @@ import queue
 import threading
 import time
 
+import keras
+import numpy as np
 import tensorflow as tf
 
 IDS = tf.TensorSpec([None, None], tf.int32)
@@ -156,8 +160,11 @@ class CompiledSteps:
     def __init__(self, model):
         self._model = model
         self._lock = threading.Lock()
-        self._encode = tf.function(model.encode, input_signature=[IDS], autograph=False)
         self._step = None
+        if _on_jax():  # the search's own `jax.jit` compiles every step
+            self._encode, self._step = model.encode, model.decode_step
+        else:
+            self._encode = tf.function(model.encode, input_signature=[IDS], autograph=False)
 
     def __getattr__(self, name):
         return getattr(self._model, name)
@@ -187,6 +194,7 @@ class Work:
     def __init__(self, engine, name, fn, num_args, jit_compile=False, eager_fn=None):
         self.name, self.fn, self._engine = name, fn, engine
         self.eager_fn = eager_fn or fn
+        self._jax = _jax_program(fn, engine.model) if _on_jax() else None
         signature = [IDS] * num_args
         self.graph = tf.function(fn, input_signature=signature, autograph=False)
         self.xla = (tf.function(fn, input_signature=signature, jit_compile=True,
@@ -202,6 +210,9 @@ class Work:
         return self._graph_ready.is_set()
 
     def __call__(self, *args):
+        if self._jax is not None:
+            self._graph_ready.set()
+            return self._jax(*(np.asarray(a, np.int32) for a in args))
         args = [tf.convert_to_tensor(a, tf.int32) for a in args]
         background = background_enabled()
         if self.xla is not None:
@@ -222,6 +233,8 @@ class Work:
     def build(self, *args):
         """Builds the graph (traced and instantiated on `args`) and returns
         its outputs on them."""
+        if self._jax is not None:
+            return self(*args)
         outputs = self.graph(*args)
         self._graph_ready.set()
         return outputs
@@ -244,6 +257,18 @@ class Work:
             self._xla_ready.add(shape)
 
         self._engine.builder.submit(compile_shape)
+
+
+def _on_jax():
+    return keras.backend.backend() == "jax"
+
+
+def _jax_program(fn, model):
+    """`fn` as one `jax.jit` program per shape, the model's variables its
+    arguments (`_jax.jit_reading`: never their values of the first call)."""
+    from keras_attention._jax import jit_reading
+
+    return jit_reading(fn, model.variables)
 
 
 __all__ = ["BUILDER", "COMPILE_MODES", "IDS", "Builder", "CompiledSteps", "Work",

@@ -221,6 +221,11 @@ def _from_preset_files(cls, get_file):
 
     config_path = get_file(CONFIG_FILE)
     config = read_json(config_path, "a preset's model config")
+    if "TransformerBackbone" in str(config.get("registered_name")):
+        # keras-hub's class, which `import keras_attention` registers on the
+        # TensorFlow backend only (it keeps JAX's import free of TensorFlow;
+        # a translator needs TensorFlow anyway).
+        import keras_attention.hub  # noqa: F401
     try:
         model = keras.saving.deserialize_keras_object(config)
     except (TypeError, ValueError, KeyError, AttributeError) as e:

@@ -17,7 +17,8 @@ from recipes.translation.corpus_rule import AUTO, RULE_FIELDS, placeholder
 # lists need it); tests/recipes check that they agree with the library's.
 MODEL_PRESETS = ("tiny", "tutorial", "base", "big")
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
-STRATEGIES = ("auto", "default", "mirrored", "multi_worker", "tpu")
+STRATEGIES = ("auto", "default", "mirrored", "multi_worker", "tpu", "data_parallel",
+              "model_parallel")
 TOKENIZERS = ("wordpiece", "sentencepiece", "sentencepiece_bpe")
 
 
@@ -159,7 +160,12 @@ class TranslationConfig:
         "auto", "float32, mixed_float16, mixed_bfloat16 or auto (mixed_bfloat16 on "
         "TPUs, on GPUs of compute capability 8.0+ and on CPUs with AVX-512 BF16 or AMX; "
         "mixed_float16 on older GPUs; float32 elsewhere)", choices=PRECISIONS)
-    strategy: str = _field("auto", "tf.distribute strategy", choices=STRATEGIES)
+    strategy: str = _field(
+        "auto", "tf.distribute's (mirrored, multi_worker, tpu) or, under KERAS_BACKEND=jax, "
+        "keras.distribution's (data_parallel, model_parallel; auto is data_parallel there)",
+        choices=STRATEGIES)
+    model_parallel: int = _field(2, "devices the weights are split over with --strategy "
+                                 "model_parallel (a divisor of each process's devices)")
     tpu: typing.Optional[str] = _field(None, "TPU name or address for --strategy tpu",
                                        unset="the TPU cluster resolver's")
     jit_compile: typing.Optional[bool] = _field(
@@ -368,8 +374,8 @@ FLAG_GROUPS = {
               "share_embeddings", "tie_output_embeddings"),
     "training": ("steps", "steps_per_epoch", "warmup_steps", "learning_rate_scale",
                  "label_smoothing", "clip_norm", "seed", "deterministic", "time_budget"),
-    "precision and distribution": ("precision", "strategy", "tpu", "jit_compile",
-                                   "decode_jit_compile"),
+    "precision and distribution": ("precision", "strategy", "model_parallel", "tpu",
+                                   "jit_compile", "decode_jit_compile"),
     "validation, checkpoints and early stopping": (
         "validation_bleu_sentences", "backup_every_steps", "keep_checkpoints",
         "average_checkpoints", "select_checkpoints", "early_stopping_patience",
@@ -497,7 +503,7 @@ def check_config(config):
     positive = ("vocabulary_size", "max_length", "batch_tokens", "steps", "steps_per_epoch",
                 "warmup_steps", "eval_batch_size", "keep_checkpoints",
                 "average_checkpoints", "backup_every_steps", "shuffle_buffer",
-                "vocabulary_sample", "holdout_max_pairs")
+                "vocabulary_sample", "holdout_max_pairs", "model_parallel")
     for name in ("early_stopping_patience", "plateau_patience"):
         if getattr(config, name) is not None:
             positive += (name,)

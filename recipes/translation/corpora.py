@@ -102,9 +102,11 @@ class TrainingData:
     over_max_length: int  # of them, longer than --max-length (scaled from the sample)
     vocabulary_seconds: float = None  # None: the run's saved tokenizers were loaded
 
-    def training_batches(self, config):
+    def training_batches(self, config, batch_multiple=1, one_shape=False):
         """`dataset_fn(input_context, seed_offset)` for `Trainer.fit`: the
-        endless, shuffled training batches of one input pipeline."""
+        endless, shuffled training batches of one input pipeline (their rows
+        a multiple of `batch_multiple`; with `one_shape`, all padded to
+        --max-length, as several JAX processes' parts of a batch must be)."""
         def dataset_fn(input_context, seed_offset):
             # Each input pipeline (worker) reads its own shard: its share of
             # the files, or every N-th pair.
@@ -112,10 +114,11 @@ class TrainingData:
             return make_batches(
                 pairs, self.source_tokenizer, self.target_tokenizer,
                 max_length=config.max_length, length_policy=config.length_policy,
-                batch_tokens=config.batch_tokens, bucket_boundaries=config.bucket_boundaries,
+                batch_tokens=config.batch_tokens,
+                bucket_boundaries=(config.max_length,) if one_shape else config.bucket_boundaries,
                 shuffle_buffer=config.shuffle_buffer, seed=config.seed + seed_offset,
                 deterministic=config.deterministic, repeat=True, input_context=input_context,
-                shard=not sharded, pack=config.pack,
+                shard=not sharded, pack=config.pack, batch_multiple=batch_multiple,
             )
 
         return dataset_fn

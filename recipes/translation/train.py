@@ -21,6 +21,8 @@ Examples:
       --validation-files dev.en dev.es --test-files test.en test.es --workdir runs/mine
   python recipes/translation/train.py --preset ted_hrlr_pt_en --workdir runs/pt_en
   TF_CONFIG=... python recipes/translation/train.py --strategy multi_worker ...
+  KERAS_BACKEND=jax python recipes/translation/train.py --strategy data_parallel \
+      --coordinator-address 10.0.0.1:1234 --num-processes 2 --process-id 0 ...
 
 Started again with the same flags and --workdir, a run resumes from its
 latest backup (it is saved every --backup-every-steps steps and on SIGTERM).
@@ -48,6 +50,17 @@ def main(argv=None):
     parser.add_argument("--no-export", dest="export", action="store_false",
                         help="leave out the SavedModel (export/) and the attention heatmaps "
                              "(attention/); export.py and visualize.py make them later")
+    processes = parser.add_argument_group(
+        "processes (KERAS_BACKEND=jax, --strategy data_parallel|model_parallel; see "
+        "docs/scaling.md)")
+    processes.add_argument("--num-processes", metavar="N|auto",
+                           help="train on N processes (jax.distributed), each started with "
+                                "the same flags and its own --process-id; 'auto': as the "
+                                "environment says (TPU pods, SLURM, KERAS_DISTRIBUTION_*)")
+    processes.add_argument("--coordinator-address", metavar="HOST:PORT",
+                           help="process 0's address, where the processes meet")
+    processes.add_argument("--process-id", type=int, metavar="I",
+                           help="this process's index in [0, N); process 0 writes the run")
     add_config_flags(parser)
     args = parser.parse_args(argv)
     config = config_from_args(args)
@@ -60,10 +73,39 @@ def main(argv=None):
     from recipes.translation.train_lib import train_and_evaluate
 
     try:
+        _join_processes(args)
         train_and_evaluate(config, args.workdir, verbose=0 if args.quiet else 1,
                            export=args.export)
-    except (ValueError, OSError) as e:  # OSError: e.g. a full disk, naming its path
+    except (ValueError, OSError, RuntimeError) as e:  # OSError: e.g. a full disk, naming its path
         parser.exit(2, f"error: {e}\n")
+
+
+def _join_processes(args):
+    """Joins the run's other processes (`jax_distribution.initialize`) before
+    anything runs on JAX, when --num-processes is given."""
+    given = (args.coordinator_address, args.process_id)
+    if args.num_processes is None:
+        if any(v is not None for v in given):
+            raise ValueError("--coordinator-address and --process-id go with --num-processes.")
+        return
+    from keras_attention.training import jax_distribution
+
+    if args.num_processes == "auto":
+        if any(v is not None for v in given):
+            raise ValueError("--num-processes auto reads the coordinator and this process's "
+                             "index from the environment: leave out --coordinator-address "
+                             "and --process-id.")
+        jax_distribution.initialize()
+        return
+    try:
+        count = int(args.num_processes)
+    except ValueError:
+        raise ValueError(f"--num-processes must be a whole number or 'auto'; received "
+                         f"{args.num_processes!r}.") from None
+    if None in given:
+        raise ValueError("--num-processes N needs --coordinator-address HOST:PORT and "
+                         "--process-id I.")
+    jax_distribution.initialize(args.coordinator_address, count, args.process_id)
 
 
 if __name__ == "__main__":

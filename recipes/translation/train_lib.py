@@ -33,6 +33,7 @@ from keras_attention.training import (
     TimeBudget,
     Trainer,
     is_chief,
+    jax_distribution,
     make_strategy,
     resolve_jit_compile,
     resolve_precision,
@@ -58,6 +59,12 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
     (`attention/`), which `Translator.export` and `visualize` make later from
     the run directory (the tests' shared runs do, on demand).
 
+    On the JAX backend (`--strategy data_parallel|model_parallel`, or
+    `auto` there) it trains with `JaxTrainer` under `keras.distribution`;
+    a run of several processes joins them first
+    (`jax_distribution.initialize`: train.py's --num-processes), and
+    process 0 writes it.
+
     The process that writes the run (the chief) holds `run_lock` on
     `workdir` from its checks to its last file: a second command on the same
     workdir stops at once, naming it. Keras' global dtype policy is the
@@ -73,39 +80,54 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
         config, corpus, resumed = _checked_start(config, workdir)
         if resumed and os.path.exists(os.path.join(workdir, "metrics.json")):
             return _finished_run(workdir)
-        strategy = make_strategy(config.strategy, tpu=config.tpu)
+        on_jax = _jax_strategy(config)
+        strategy = (jax_distribution.distribution(on_jax, config.model_parallel)
+                    if on_jax else make_strategy(config.strategy, tpu=config.tpu))
         # After the strategy: building a model starts TensorFlow's runtime,
         # which MultiWorkerMirroredStrategy must configure first.
         model_setup.check_model_settings(config)
-        precision, jit_compile = _set_numerics(config, strategy)
-        chief = is_chief(strategy)
+        precision, jit_compile = _set_numerics(config, strategy, on_jax)
+        chief = jax_distribution.process_index() == 0 if on_jax else is_chief(strategy)
+        spread = _spread(strategy, on_jax)
+        if on_jax and spread["processes"] > 1 and config.time_budget is not None:
+            raise ValueError("--time-budget cannot stop several processes at the same step; "
+                             "use --steps with several JAX processes.")
         if chief:  # held until `lock` closes, after the run's last file
             lock.enter_context(runs.run_lock(workdir, "train.py"))
         print(f"Run directory: {workdir} ({'resuming' if resumed else 'new'}); strategy "
-              f"{type(strategy).__name__} with {strategy.num_replicas_in_sync} replica(s); "
-              f"precision {precision}; XLA {'on' if jit_compile else 'off'}.", flush=True)
+              f"{spread['strategy']} with {spread['replicas']} replica(s)"
+              f"{' over %d processes' % spread['processes'] if spread['processes'] > 1 else ''}"
+              f"; precision {precision}; XLA {'on' if jit_compile else 'off'}.", flush=True)
         data = corpora.prepare_training_data(config, corpus, workdir)
         if chief:
             _write_run_start(config, workdir, resumed, data)
-        translator, optimizer, learning_rate_factor = _build_translator(
-            config, data, strategy, precision, verbose)
+        translator, optimizer, learning_rate_factor, training_model = _build_translator(
+            config, data, strategy, precision, verbose, on_jax)
         validation = data.validation_batches(config)
         callbacks, first_step, best = _callbacks(
             config, workdir, corpus, translator, lambda: trainer.step.numpy(), chief, verbose,
             learning_rate_factor, callbacks)
-        trainer = _trainer(config, workdir, translator.model, optimizer, strategy, jit_compile,
-                           callbacks, verbose)
+        trainer = _trainer(config, workdir, training_model, translator.model, optimizer,
+                           strategy, jit_compile, learning_rate_factor, callbacks, verbose)
+        batches = (data.training_batches(config, trainer.batch_multiple,
+                                         one_shape=spread["processes"] > 1)
+                   if on_jax else data.training_batches(config))
         start = time.perf_counter()
-        history = trainer.fit(data.training_batches(config), config.steps,
-                              config.steps_per_epoch, validation)
+        history = trainer.fit(batches, config.steps, config.steps_per_epoch, validation)
         wall = time.perf_counter() - start
         selection = checkpoint_selection.select_checkpoints(config, workdir, translator.model,
                                                             best)
-        metrics = {**_training_metrics(trainer, history, wall, strategy, precision, data,
+        metrics = {**_training_metrics(trainer, history, wall, spread, precision, data,
                                        first_step.at and first_step.at - begin),
                    **selection, "stopped_by": _stopped_by(callbacks, best)}
         if chief:
-            _save_and_score(config, workdir, corpus, translator, metrics, export, verbose)
+            # The SavedModel and heatmaps are TensorFlow's work: export.py and
+            # visualize.py make them from the run under the TensorFlow backend.
+            _save_and_score(config, workdir, corpus, translator, metrics,
+                            export and not on_jax, verbose)
+            if export and on_jax:
+                print("SavedModel for TF Serving: make it under the TensorFlow backend with "
+                      f"python recipes/translation/export.py --workdir {workdir}")
         return metrics
 
 
@@ -122,6 +144,24 @@ def _checked_start(config, workdir):
     return config, corpus, runs.check_workdir(config, workdir)
 
 
+def _jax_strategy(config):
+    """The keras.distribution strategy of the run on the JAX backend (`auto`
+    is `data_parallel` there), or None on TensorFlow's."""
+    jax = keras.backend.backend() == "jax"
+    if config.strategy in jax_distribution.STRATEGIES and not jax:
+        raise ValueError(f"--strategy {config.strategy} is keras.distribution's, on the JAX "
+                         f"backend; Keras uses {keras.backend.backend()!r}. Run with "
+                         "KERAS_BACKEND=jax, or use a tf.distribute strategy (--strategy "
+                         "mirrored, multi_worker, tpu).")
+    if jax and config.strategy not in (*jax_distribution.STRATEGIES, "auto"):
+        raise ValueError(f"--strategy {config.strategy} is tf.distribute's, on the TensorFlow "
+                         "backend; Keras uses 'jax'. Use --strategy data_parallel or "
+                         "model_parallel, or unset KERAS_BACKEND.")
+    if not jax:
+        return None
+    return "data_parallel" if config.strategy == "auto" else config.strategy
+
+
 def _finished_run(workdir):
     """The metrics of the finished run in `workdir`: the same command again
     leaves its record as it is (training again would write a 0-step record,
@@ -133,10 +173,14 @@ def _finished_run(workdir):
     return metrics
 
 
-def _set_numerics(config, strategy):
+def _set_numerics(config, strategy, on_jax):
     """`(precision, jit_compile)` of the run, after setting the seed and the
-    dtype policy."""
+    dtype policy (JAX compiles every step with XLA)."""
     keras.utils.set_random_seed(config.seed)
+    if on_jax:
+        precision = jax_distribution.precision(config.precision)
+        keras.config.set_dtype_policy(precision)
+        return precision, True
     precision = resolve_precision(config.precision, strategy)
     keras.config.set_dtype_policy(precision)
     return precision, resolve_jit_compile(config.jit_compile, precision, strategy)
@@ -154,20 +198,26 @@ def _write_run_start(config, workdir, resumed, data):
                         data.target_tokenizer)
 
 
-def _build_translator(config, data, strategy, precision, verbose):
-    """`(translator, optimizer, learning_rate_factor)`: a new model, built in
-    the strategy's scope, inside the one object that translates (validation
-    BLEU, the final score, the heatmaps) and is saved (preset/, export/)."""
+def _build_translator(config, data, strategy, precision, verbose, on_jax):
+    """`(translator, optimizer, learning_rate_factor, training_model)`: a new
+    model, built in the strategy's scope, and the one object that translates
+    (validation BLEU, the final score, the heatmaps) and is saved (preset/,
+    export/): over the same model on tf.distribute, over a copy on this
+    process's device on JAX (`JaxTrainer`'s host model)."""
+    def build():
+        return model_setup.build_model(config, data.source_tokenizer.vocabulary_size,
+                                       data.target_tokenizer.vocabulary_size)
+
     with strategy.scope():
-        model = model_setup.build_model(config, data.source_tokenizer.vocabulary_size,
-                                        data.target_tokenizer.vocabulary_size)
+        model = build()
         optimizer, learning_rate_factor = model_setup.build_optimizer(config, model.d_model,
                                                                       precision)
     if verbose:
         model.summary()
-    translator = Translator(model, data.source_tokenizer, data.target_tokenizer,
-                            **decoding_settings(config), jit_compile=config.decode_jit_compile)
-    return translator, optimizer, learning_rate_factor
+    translator = Translator(build() if on_jax else model, data.source_tokenizer,
+                            data.target_tokenizer, **decoding_settings(config),
+                            jit_compile=config.decode_jit_compile)
+    return translator, optimizer, learning_rate_factor, model
 
 
 class _FirstStep(keras.callbacks.Callback):
@@ -197,22 +247,45 @@ def _callbacks(config, workdir, corpus, translator, step_fn, chief, verbose,
     return callbacks, first_step, best
 
 
-def _trainer(config, workdir, model, optimizer, strategy, jit_compile, callbacks, verbose):
+def _trainer(config, workdir, model, host_model, optimizer, strategy, jit_compile,
+             learning_rate_factor, callbacks, verbose):
     """The resumable training loop, writing backup/, checkpoints/ and
-    tensorboard/ in `workdir`."""
-    return Trainer(
-        model, optimizer, strategy, label_smoothing=config.label_smoothing,
-        clip_norm=config.clip_norm, jit_compile=jit_compile,
+    tensorboard/ in `workdir`: `Trainer` on tf.distribute, `JaxTrainer` on
+    keras.distribution."""
+    loop = dict(
+        label_smoothing=config.label_smoothing, clip_norm=config.clip_norm,
         backup_dir=os.path.join(workdir, "backup"),
         backup_every_steps=config.backup_every_steps,
         checkpoint_dir=os.path.join(workdir, "checkpoints"),
         keep_checkpoints=config.keep_checkpoints,
         tensorboard_dir=os.path.join(workdir, "tensorboard"), callbacks=callbacks,
-        verbose=verbose,
-    )
+        verbose=verbose)
+    if model is not host_model:
+        from keras_attention.training.jax_trainer import JaxTrainer
+
+        return JaxTrainer(model, host_model, optimizer, strategy,
+                          learning_rate_factor=learning_rate_factor, **loop)
+    return Trainer(model, optimizer, strategy, jit_compile=jit_compile, **loop)
 
 
-def _training_metrics(trainer, history, wall, strategy, precision, data, first_step_seconds):
+def _spread(strategy, on_jax):
+    """How the run is spread: the strategy's name, its data-parallel
+    replicas, its processes."""
+    if on_jax:  # a keras.distribution
+        return {"strategy": type(strategy).__name__,
+                "replicas": jax_distribution.replicas(strategy),
+                "processes": jax_distribution.process_count()}
+    import tensorflow as tf
+
+    processes = 1
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        spec = strategy.cluster_resolver.cluster_spec().as_dict()
+        processes = len(spec.get("chief", [])) + len(spec.get("worker", []))
+    return {"strategy": type(strategy).__name__, "replicas": strategy.num_replicas_in_sync,
+            "processes": processes}
+
+
+def _training_metrics(trainer, history, wall, spread, precision, data, first_step_seconds):
     """What metrics.json records of the training itself."""
     seconds = sum(history.history.get("seconds", []))
     tokens = sum(history.history.get("tokens", []))  # source + target, without padding
@@ -222,8 +295,7 @@ def _training_metrics(trainer, history, wall, strategy, precision, data, first_s
         "train_tokens_per_second": round(tokens / seconds, 1) if seconds else None,
         "train_loss": history.history["loss"][-1] if history.history.get("loss") else None,
         "precision": precision,
-        "strategy": type(strategy).__name__,
-        "replicas": strategy.num_replicas_in_sync,
+        **spread,  # strategy, replicas, processes
         "training_pairs": data.pairs,
         # Where the time before training went (None: nothing done in this call).
         "corpus_read_seconds": _rounded(getattr(data.corpus, "read_seconds", None)),

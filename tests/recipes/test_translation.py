@@ -17,7 +17,7 @@ import tensorflow_datasets as tfds
 
 from keras_attention.data import TextFilesCorpus
 from keras_attention.models.transformer import PRESETS as LIBRARY_MODEL_PRESETS
-from keras_attention.training import PRECISIONS, STRATEGIES
+from keras_attention.training import PRECISIONS, STRATEGIES, jax_distribution
 from recipes.translation import config as config_module
 from recipes.translation import train
 from recipes.translation.config import (
@@ -118,7 +118,7 @@ def test_choices_agree_with_the_library():
             "share_embeddings": library["share_encoder_decoder_embeddings"],
             "tie_output_embeddings": library["tie_output_embeddings"]}, name
     assert config_module.PRECISIONS == PRECISIONS
-    assert config_module.STRATEGIES == STRATEGIES
+    assert config_module.STRATEGIES == STRATEGIES + jax_distribution.STRATEGIES
     for name, preset in PRESETS.items():
         if preset.dataset == "text_files":
             preset = dataclasses.replace(preset, train_files=("spa.txt",))

@@ -220,6 +220,19 @@ def test_jit_compile_gives_the_same_first_steps():
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
 
 
+def check_validation_metrics(history, model, validation):
+    """The last epoch's `val_loss` and `val_accuracy` are `model`'s,
+    recomputed here in NumPy over the `validation` batches."""
+    losses, correct, tokens = 0.0, 0.0, 0.0
+    for inputs, labels in validation.as_numpy_iterator():
+        logits = np.asarray(model(inputs, training=False), np.float64)
+        token_losses, mask = references.masked_cross_entropy(labels, logits, 0.0)
+        losses, tokens = losses + token_losses.sum(), tokens + mask.sum()
+        correct += ((logits.argmax(-1) == labels) & (labels != 0)).sum()
+    assert history.history["val_loss"][-1] == pytest.approx(losses / tokens, rel=1e-4)
+    assert history.history["val_accuracy"][-1] == pytest.approx(correct / tokens, abs=1e-6)
+
+
 @pytest.mark.slow  # trains (out of the quick tier)
 def test_history_callbacks_and_stop_training(tmp_path):
     seen = []
@@ -245,16 +258,8 @@ def test_validation_metrics(tmp_path):
     history = trainer.fit(reverse_batches(), total_steps=20, steps_per_epoch=10,
                           validation_data=validation)
     assert len(history.history["val_loss"]) == 2
-    # The last epoch's validation metrics are those of the final weights,
-    # recomputed here in NumPy over the same 3 batches.
-    losses, correct, tokens = 0.0, 0.0, 0.0
-    for inputs, labels in validation.as_numpy_iterator():
-        logits = np.asarray(trainer.model(inputs, training=False), np.float64)
-        token_losses, mask = references.masked_cross_entropy(labels, logits, 0.0)
-        losses, tokens = losses + token_losses.sum(), tokens + mask.sum()
-        correct += ((logits.argmax(-1) == labels) & (labels != 0)).sum()
-    assert history.history["val_loss"][-1] == pytest.approx(losses / tokens, rel=1e-4)
-    assert history.history["val_accuracy"][-1] == pytest.approx(correct / tokens, abs=1e-6)
+    # The last epoch's validation metrics are those of the final weights.
+    check_validation_metrics(history, trainer.model, validation)
     # Learned something (0.16 then 0.22 when written): better than always
     # answering the end token (1 label in 7; uniform guessing gets 1/20),
     # and the validation loss went down.
