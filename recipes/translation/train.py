@@ -21,7 +21,7 @@ Examples:
       --validation-files dev.en dev.es --test-files test.en test.es --workdir runs/mine
   python recipes/translation/train.py --preset ted_hrlr_pt_en --workdir runs/pt_en
   TF_CONFIG=... python recipes/translation/train.py --strategy multi_worker ...
-  KERAS_BACKEND=jax python recipes/translation/train.py --strategy data_parallel \
+  KERAS_BACKEND=jax python recipes/translation/train.py --strategy data_parallel \\
       --coordinator-address 10.0.0.1:1234 --num-processes 2 --process-id 0 ...
 
 Started again with the same flags and --workdir, a run resumes from its
