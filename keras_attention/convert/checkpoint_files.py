@@ -125,7 +125,7 @@ _STORAGE_DTYPES = {
 # it but for a state dict's `_metadata`) and storage references. No INST,
 # OBJ, NEWOBJ, EXT (other ways to call or name a global), no buffers.
 _OPCODES = frozenset(
-    "PROTO STOP MARK POP POP_MARK DUP PUT BINPUT LONG_BINPUT MEMOIZE GET BINGET "
+    "PROTO FRAME STOP MARK POP POP_MARK DUP PUT BINPUT LONG_BINPUT MEMOIZE GET BINGET "
     "LONG_BINGET NONE NEWTRUE NEWFALSE INT BININT BININT1 BININT2 LONG LONG1 LONG4 FLOAT "
     "BINFLOAT STRING BINSTRING SHORT_BINSTRING UNICODE BINUNICODE SHORT_BINUNICODE "
     "BINUNICODE8 BINBYTES SHORT_BINBYTES BINBYTES8 EMPTY_DICT DICT SETITEM SETITEMS "
@@ -368,15 +368,18 @@ def _read_pytorch_zip(path):
 
 def _check_opcodes(data, path):
     """Every opcode of the pickle `data` among `_OPCODES` (and its counted
-    strings inside it: `pickletools` reads them), its memo indices below the
-    number of opcodes (the unpickler sizes its memo by the largest)."""
-    for count, (opcode, argument, _) in enumerate(pickletools.genops(data)):
+    strings inside it: `pickletools` reads them, and its frames), its memo
+    indices below the number of opcodes (the unpickler sizes its memo by the
+    largest)."""
+    for count, (opcode, argument, position) in enumerate(pickletools.genops(data)):
         if opcode.name not in _OPCODES:
             raise _Refused(f"{path}'s pickle uses the opcode {opcode.name}, which a state "
                            f"dict of tensors never needs: refused. {_CONVERT_HINT}")
         if opcode.name.endswith("PUT") and argument > count:
             raise _Refused(f"{path}'s pickle puts to memo index {argument} after {count} "
                            "opcodes: it is not a pickle PyTorch writes.")
+        if opcode.name == "FRAME" and argument > len(data) - position - 9:
+            raise _Refused(f"{path}'s pickle has a frame of {argument} bytes, past its end.")
 
 
 def _materialize(state, path, storage_bytes):

@@ -149,6 +149,7 @@ def test_bad_tensors_in_a_pickle_are_refused(tmp_path):
     (b"\x82\x01", "opcode EXT1"),
     (b"ccollections\nOrderedDict\n)\x81", "opcode NEWOBJ"),
     (b"Nr\xff\xff\xff\x7f", "memo index"),  # LONG_BINPUT 2**31 - 1: a 16 GiB memo
+    (b"\x95" + struct.pack("<Q", 2**40), "a frame of 1099511627776 bytes"),
     (b"\x8e" + struct.pack("<Q", 2**40), "not a readable PyTorch checkpoint"),  # BINBYTES8
     (b"0" * 3, "not a readable PyTorch checkpoint"),  # POPs of an empty stack
     (b"Q", "persistent record that is not a storage"),  # BINPERSID of the dict
