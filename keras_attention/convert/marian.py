@@ -18,8 +18,10 @@ The folder is Hugging Face's layout: `config.json` (`model_type: marian`),
 `model.safetensors` (or `pytorch_model.bin`, read without running code:
 `checkpoint_files`), `source.spm`, `target.spm`, `vocab.json` (and
 `target_vocab.json` with separate vocabularies), `generation_config.json`
-(optional). Every tensor is checked by name and shape: a missing or an
-extra one is an error naming it.
+(optional). Every field the converter reads from the JSON files is checked
+for its type and range (`config_fields`), every tensor by name, shape,
+dtype and finiteness: a bad one is a ValueError naming the file, the field
+or tensor and the value.
 """
 
 import json
@@ -27,8 +29,20 @@ import os
 
 import numpy as np
 
-from keras_attention._constants import PAD_ID, RESERVED_TOKENS, START_ID
-from keras_attention.convert.checkpoint_files import read_checkpoint
+from keras_attention._constants import (
+    MAX_BEAM_SIZE,
+    MAX_DEPTH,
+    MAX_LAYERS,
+    MAX_LENGTH_PENALTY,
+    MAX_POSITIONS,
+    MAX_TENSOR_SIZE,
+    MAX_VOCABULARY_SIZE,
+    PAD_ID,
+    RESERVED_TOKENS,
+    START_ID,
+)
+from keras_attention.convert.checkpoint_files import FLOAT_DTYPES, read_checkpoint
+from keras_attention.convert.config_fields import Fields, read_json_file
 
 MODEL_TYPE = "marian"
 # Hugging Face's activation names -> Keras' (exact GELU: keras' default).
@@ -62,23 +76,40 @@ def is_marian_folder(directory):
 def marian_snapshot(handle):
     """The local folder of `hf://owner/name` when it is a Hugging Face Marian
     model (its `config.json` says `model_type: marian`; then only the files
-    the converter reads are downloaded, by `huggingface_hub`), else None."""
+    the converter reads are downloaded, by `huggingface_hub`), else None.
+    Offline (`HF_HUB_OFFLINE`, or the Hub unreachable) without the files in
+    the local cache: a ConnectionError that says so, at the first file."""
     import huggingface_hub
+    import huggingface_hub.constants
 
     repo_id = handle.split("://", 1)[1]
+    offline = (huggingface_hub.utils.LocalEntryNotFoundError,
+               huggingface_hub.utils.OfflineModeIsEnabled)
     try:
-        config_path = huggingface_hub.hf_hub_download(repo_id=repo_id, filename="config.json")
-    except huggingface_hub.utils.EntryNotFoundError:
-        return None
-    if not is_marian_folder(os.path.dirname(config_path)):
-        return None
-    folder = huggingface_hub.snapshot_download(repo_id=repo_id,
-                                               allow_patterns=list(MARIAN_FILES))
-    if not any(os.path.isfile(os.path.join(folder, name))
-               for name in ("model.safetensors", "model.safetensors.index.json")):
-        # Only a pickle (into the same snapshot folder): read by the
-        # restricted reader, never run.
-        huggingface_hub.hf_hub_download(repo_id=repo_id, filename="pytorch_model.bin")
+        try:
+            config_path = huggingface_hub.hf_hub_download(repo_id=repo_id,
+                                                          filename="config.json")
+        except offline:
+            raise
+        except huggingface_hub.utils.EntryNotFoundError:  # on the Hub: no config.json
+            return None
+        if not is_marian_folder(os.path.dirname(config_path)):
+            return None
+        folder = huggingface_hub.snapshot_download(repo_id=repo_id,
+                                                   allow_patterns=list(MARIAN_FILES))
+        if not any(os.path.isfile(os.path.join(folder, name))
+                   for name in ("model.safetensors", "model.safetensors.index.json")):
+            # Only a pickle (into the same snapshot folder): read by the
+            # restricted reader, never run.
+            huggingface_hub.hf_hub_download(repo_id=repo_id, filename="pytorch_model.bin")
+    except offline as e:
+        why = ("huggingface_hub is offline (HF_HUB_OFFLINE is set)"
+               if huggingface_hub.constants.HF_HUB_OFFLINE else
+               f"the Hugging Face Hub could not be reached ({type(e).__name__})")
+        raise ConnectionError(
+            f"Cannot load {handle!r}: {why}, and its files are not in the local cache "
+            f"({huggingface_hub.constants.HF_HUB_CACHE}). Connect to the network (with "
+            "HF_HUB_OFFLINE unset) once to download it, or load a local folder.") from None
     return folder
 
 
@@ -98,11 +129,13 @@ def _read_json(directory, name, required=True):
             raise FileNotFoundError(f"{directory} is not a complete Hugging Face Marian folder: "
                                     f"it has no {name}.")
         return None
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except ValueError as e:
-            raise ValueError(f"{path} is not valid JSON: {e}") from None
+    return read_json_file(path, "a Hugging Face Marian file")
+
+
+def _fields(directory, name, required=True):
+    """The checked fields of JSON file `name` of the folder (every field its
+    default when an optional file is absent)."""
+    return Fields(_read_json(directory, name, required), os.path.join(directory, name))
 
 
 class MarianVocabulary:
@@ -111,9 +144,12 @@ class MarianVocabulary:
     the Marian id whose embedding row and logit it takes)."""
 
     def __init__(self, pieces, path, decoder_start_id=None):
-        if not isinstance(pieces, dict) or not all(
-                isinstance(k, str) and isinstance(v, int) for k, v in pieces.items()):
-            raise ValueError(f"{path} must map pieces to integer ids.")
+        if not isinstance(pieces, dict):
+            raise ValueError(f"{path} must map pieces to integer ids; it holds a "
+                             f"{type(pieces).__name__}.")
+        for piece, i in pieces.items():
+            if isinstance(i, bool) or not isinstance(i, int):
+                raise Fields(pieces, path).fail(repr(piece), i, "an integer id")
         ids = sorted(pieces.values())
         if ids != list(range(len(ids))):
             raise ValueError(f"{path}'s ids must be 0 to {len(ids) - 1}, each once.")
@@ -148,75 +184,93 @@ def read_marian_folder(directory):
     """`(config, vocabularies, generation_config, tokenizer_config)` of a
     Marian folder, checked: `vocabularies` is `(source, target)`
     `MarianVocabulary`s."""
-    config = _read_json(directory, "config.json")
-    if config.get("model_type") != MODEL_TYPE:
-        raise ValueError(f"{directory}/config.json has model_type "
-                         f"{config.get('model_type')!r}; expected {MODEL_TYPE!r}.")
-    tokenizer_config = _read_json(directory, "tokenizer_config.json", required=False) or {}
-    separate = bool(tokenizer_config.get("separate_vocabs", False))
-    start = config.get("decoder_start_token_id", config.get("pad_token_id"))
+    fields = _fields(directory, "config.json")
+    fields.choice("model_type", [MODEL_TYPE], None)
+    for name in ("_name_or_path", "transformers_version"):  # (the converted model's metadata)
+        fields.string(name, None, allow_none=True)
+    tokenizer = _fields(directory, "tokenizer_config.json", required=False)
+    separate = tokenizer.boolean("separate_vocabs", False)
+    for name in ("source_lang", "target_lang"):
+        tokenizer.string(name, None, allow_none=True)
+    pad = fields.integer("pad_token_id", None, minimum=0, allow_none=True)
+    start = fields.integer("decoder_start_token_id", pad, minimum=0, allow_none=True)
     source = MarianVocabulary(_read_json(directory, "vocab.json"),
                               os.path.join(directory, "vocab.json"))
     target_file = "target_vocab.json" if separate else "vocab.json"
     target = MarianVocabulary(_read_json(directory, target_file),
                               os.path.join(directory, target_file), start)
-    if config.get("pad_token_id") not in (None, target.pad_id):
-        raise ValueError(f"{directory}/config.json's pad_token_id {config['pad_token_id']} is "
+    if pad not in (None, target.pad_id):
+        raise ValueError(f"{directory}/config.json's pad_token_id {pad} is "
                          f"not {target_file}'s '<pad>' ({target.pad_id}).")
-    generation = _read_json(directory, "generation_config.json", required=False) or {}
-    return config, (source, target), generation, tokenizer_config
+    generation = _fields(directory, "generation_config.json", required=False).values
+    return fields.values, (source, target), generation, tokenizer.values
 
 
 def transformer_arguments(config, vocabularies, directory=""):
-    """The `Transformer` constructor arguments of a Marian `config.json`."""
-    def value(name, default=None):
-        return config.get(name, default)
-
+    """The `Transformer` constructor arguments of a Marian `config.json`,
+    every field checked for type and range (a ValueError naming it)."""
+    fields = Fields(config, os.path.join(directory, "config.json"))
+    d = fields.integer("d_model", maximum=MAX_DEPTH)
+    if d % 2:
+        raise fields.fail("d_model", d, "an even number (sines and cosines in two halves)")
+    sizes = {name: fields.integer(name, maximum=maximum) for name, maximum in (
+        ("encoder_attention_heads", d), ("decoder_attention_heads", d),
+        ("encoder_ffn_dim", MAX_DEPTH), ("decoder_ffn_dim", MAX_DEPTH),
+        ("encoder_layers", MAX_LAYERS), ("decoder_layers", MAX_LAYERS))}
     for a, b in (("encoder_attention_heads", "decoder_attention_heads"),
                  ("encoder_ffn_dim", "decoder_ffn_dim")):
-        if value(a) != value(b):
-            raise ValueError(f"{directory}/config.json has {a}={value(a)} but {b}={value(b)}; "
+        if sizes[a] != sizes[b]:
+            raise ValueError(f"{fields.path} has {a}={sizes[a]} but {b}={sizes[b]}; "
                              "this package's Transformer has one value for both.")
-    activation = value("activation_function", "gelu")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"{directory}/config.json's activation_function {activation!r} has no "
-                         f"Keras equivalent here; expected one of {sorted(ACTIVATIONS)}.")
-    if not value("static_position_embeddings", True) or value("normalize_embedding", False):
-        raise ValueError(f"{directory}/config.json asks for learned positions or an embedding "
+    heads = sizes["encoder_attention_heads"]
+    if d % heads:
+        raise fields.fail("encoder_attention_heads", heads, f"a divisor of d_model ({d})")
+    activation = fields.string("activation_function", "gelu", choices=ACTIVATIONS)
+    if (not fields.boolean("static_position_embeddings", True)
+            or fields.boolean("normalize_embedding", False)):
+        raise ValueError(f"{fields.path} asks for learned positions or an embedding "
                          "LayerNorm, which Marian models do not have; it is not a Marian model "
                          "this converter knows.")
     source, target = vocabularies
-    shared = bool(value("share_encoder_decoder_embeddings", True))
+    shared = fields.boolean("share_encoder_decoder_embeddings", True)
     if shared and source.tokens != target.tokens:
-        raise ValueError(f"{directory}/config.json shares the encoder's and decoder's "
+        raise ValueError(f"{fields.path} shares the encoder's and decoder's "
                          "embeddings, but the source and target vocabularies differ.")
-    decoder_size = value("decoder_vocab_size") or value("vocab_size")
-    for side, vocabulary, size in (("source", source, value("vocab_size")),
-                                   ("target", target, decoder_size)):
+    size = fields.integer("vocab_size", maximum=MAX_VOCABULARY_SIZE)
+    decoder_size = fields.integer("decoder_vocab_size", None, maximum=MAX_VOCABULARY_SIZE,
+                                  allow_none=True) or size
+    for side, vocabulary, name, size in (("source", source, "vocab_size", size),
+                                         ("target", target, "decoder_vocab_size", decoder_size)):
         if vocabulary.size != size:
             raise ValueError(f"The {side} vocabulary has {vocabulary.size} tokens but "
-                             f"{directory}/config.json says {size}.")
+                             f"{fields.path} says {size} ({name}).")
+    max_length = fields.integer("max_position_embeddings", maximum=MAX_POSITIONS)
+    for name, value in (("encoder_ffn_dim", sizes["encoder_ffn_dim"]),
+                        ("max_position_embeddings", max_length)):
+        if value * d > MAX_TENSOR_SIZE:
+            raise fields.fail(name, value, f"at most {MAX_TENSOR_SIZE} // d_model ({d}): "
+                                           "one weight's values")
     return dict(
         encoder_vocabulary_size=len(source.tokens),
         decoder_vocabulary_size=len(target.tokens),
-        num_encoder_layers=value("encoder_layers"),
-        num_decoder_layers=value("decoder_layers"),
-        d_model=value("d_model"),
-        num_heads=value("encoder_attention_heads"),
-        intermediate_dim=value("encoder_ffn_dim"),
-        dropout=float(value("dropout", 0.1)),
-        attention_dropout=float(value("attention_dropout", 0.0)),
-        activation_dropout=float(value("activation_dropout", 0.0)),
+        num_encoder_layers=sizes["encoder_layers"],
+        num_decoder_layers=sizes["decoder_layers"],
+        d_model=d,
+        num_heads=heads,
+        intermediate_dim=sizes["encoder_ffn_dim"],
+        dropout=fields.number("dropout", 0.1, below=1.0),
+        attention_dropout=fields.number("attention_dropout", 0.0, below=1.0),
+        activation_dropout=fields.number("activation_dropout", 0.0, below=1.0),
         norm_first=False,
         position_encoding="sinusoidal",
         sinusoidal_layout="concatenated",
-        max_length=value("max_position_embeddings"),
+        max_length=max_length,
         share_encoder_decoder_embeddings=shared,
-        tie_output_embeddings=bool(value("tie_word_embeddings", True)),
+        tie_output_embeddings=fields.boolean("tie_word_embeddings", True),
         output_bias=True,
         activation=ACTIVATIONS[activation],
         layer_norm_epsilon=LAYER_NORM_EPSILON,
-        scale_embeddings=bool(value("scale_embedding", True)),
+        scale_embeddings=fields.boolean("scale_embedding", True),
     )
 
 
@@ -226,7 +280,7 @@ def marian_weights(tensors, arguments, vocabularies, path):
     Every tensor is used once (tied copies must be equal); a missing one, an
     extra one or a wrong shape is a ValueError naming it."""
     originals = {(k[len("model."):] if k.startswith("model.") else k): k for k in tensors}
-    tensors = {name: np.asarray(tensors[original], np.float32)
+    tensors = {name: _float32(tensors[original], original, path)
                for name, original in originals.items()}
     used = set()
 
@@ -328,6 +382,22 @@ def marian_weights(tensors, arguments, vocabularies, path):
     return weights
 
 
+def _float32(array, name, path):
+    """A checkpoint's tensor as float32: a floating tensor of finite values
+    (as float32 too), else a ValueError naming it."""
+    array = np.asarray(array)
+    if array.dtype.name not in FLOAT_DTYPES:
+        raise ValueError(f"{path}: tensor {name!r} has dtype {array.dtype.name}; expected one "
+                         f"of {', '.join(FLOAT_DTYPES)}.")
+    with np.errstate(over="ignore"):  # (a float64 value past float32's range: inf, refused)
+        array = array.astype(np.float32)
+    finite = np.isfinite(array)
+    if not finite.all():
+        raise ValueError(f"{path}: tensor {name!r} holds {finite.size - finite.sum()} values "
+                         "that are not finite (NaN or infinite, in float32).")
+    return array
+
+
 def _norm(take, theirs, ours, d):
     return {f"{ours}/gamma": take(f"{theirs}.weight", (d,)),
             f"{ours}/beta": take(f"{theirs}.bias", (d,))}
@@ -343,24 +413,31 @@ def _check_positions(table, d, path, name):
                          "cosines); this converter cannot represent other positions.")
 
 
-def decoding_settings(generation, config, max_length):
+def decoding_settings(generation, config, max_length, directory=""):
     """`DecodingSettings` arguments of a Marian `generation_config.json`
-    (falling back to `config.json`, as transformers does): its beams, its
-    length penalty in transformers' form (log P(Y|X) / |Y|^alpha, alpha 1.0
-    when unset: `length_penalty_form="power"`), its `early_stopping` (the
-    same names and meanings) and its `max_length`."""
-    def value(name, default=None):
-        return generation.get(name, config.get(name, default))
+    (falling back to `config.json`, as transformers does), every field
+    checked: its beams, its length penalty in transformers' form
+    (log P(Y|X) / |Y|^alpha, alpha 1.0 when unset:
+    `length_penalty_form="power"`), its `early_stopping` (the same names and
+    meanings) and its `max_length`."""
+    files = (Fields(generation, os.path.join(directory, "generation_config.json")),
+             Fields(config, os.path.join(directory, "config.json")))
 
-    settings = {"beam_size": int(value("num_beams", 1) or 1),
-                "length_penalty": float(value("length_penalty", 1.0)),
-                "length_penalty_form": "power"}
-    early_stopping = value("early_stopping", False)  # transformers' names and meanings
-    if early_stopping in (True, False, "never"):
-        settings["early_stopping"] = early_stopping
-    limit = value("max_length")
-    if limit is not None:  # transformers counts the decoder start token
-        settings["max_output_length"] = max(1, min(int(limit) - 1, max_length))
+    def fields(name):  # the file that sets `name`
+        return next((f for f in files if name in f), files[0])
+
+    settings = {"beam_size": fields("num_beams").integer(
+                    "num_beams", 1, maximum=MAX_BEAM_SIZE, allow_none=True) or 1,
+                "length_penalty": fields("length_penalty").number(
+                    "length_penalty", 1.0, maximum=MAX_LENGTH_PENALTY),
+                "length_penalty_form": "power",
+                # transformers' names and meanings
+                "early_stopping": fields("early_stopping").choice(
+                    "early_stopping", [True, False, "never"], False)}
+    # transformers counts the decoder start token: 2 gives one token
+    limit = fields("max_length").integer("max_length", None, minimum=2, allow_none=True)
+    if limit is not None:
+        settings["max_output_length"] = min(limit - 1, max_length)
     return settings
 
 
@@ -376,6 +453,7 @@ def load_marian(directory, model_class=None):
 
     config, vocabularies, generation, tokenizer_config = read_marian_folder(directory)
     arguments = transformer_arguments(config, vocabularies, directory)
+    settings = decoding_settings(generation, config, arguments["max_length"], directory)
     tensors, file_name = read_checkpoint(directory)
     weights = marian_weights(tensors, arguments, vocabularies,
                              os.path.join(directory, file_name))
@@ -393,7 +471,6 @@ def load_marian(directory, model_class=None):
                                     f"folder: it has no {side}.spm.")
         with open(spm, "rb") as f:
             tokenizers.append(MarianTokenizer(f.read(), vocabulary.tokens, name=side))
-    settings = decoding_settings(generation, config, arguments["max_length"])
     metadata = {"converted_from": {
         "format": "Hugging Face Marian", "directory": os.path.abspath(directory),
         "weights_file": file_name, "name_or_path": config.get("_name_or_path"),
