@@ -56,3 +56,7 @@ MAX_LAYERS = 1024  # layers of one stack
 MAX_BEAM_SIZE = 1024
 MAX_LENGTH_PENALTY = 10.0  # GNMT alpha: ((5 + 256) / 6)^10 ~ 1e16, finite in float32
 MAX_TENSOR_SIZE = 2**31 - 1  # values of one weight (TensorFlow's int32 sizes)
+
+# TF Serving's model versions are int64 (`ModelSpec.version`, the numbered
+# folders it loads): a version folder is a number in [1, 2**63 - 1].
+MAX_SERVING_VERSION = 2**63 - 1

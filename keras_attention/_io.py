@@ -25,6 +25,8 @@ def read_json(path, what="a JSON file"):
 def load_weights_checked(model, path, what="checkpoint"):
     """`model.load_weights(path)` with a clear error naming `path` (and
     `what` it is) for a missing, truncated or mismatched weights file."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"The {what} {path!r} is a directory, not a .weights.h5 file.")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"The {what} {path!r} does not exist.")
     try:

@@ -13,6 +13,7 @@ import typing
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
+from keras_attention._validation import check_non_negative_int, check_positive_int
 from keras_attention.data.bundled import KerasAttentionEnEs
 from keras_attention.data.text_files import (
     HOLDOUT_MAX_PAIRS,
@@ -75,6 +76,7 @@ def sample_pairs(corpus, split, size):
     its first `size` for a corpus without `sample`: what vocabularies and
     length statistics are learned from, in the same seconds at any corpus
     size."""
+    check_positive_int("size", size)
     if hasattr(corpus, "sample"):
         return corpus.sample(split, size)
     return corpus.load(split).take(size)
@@ -242,6 +244,9 @@ class TextFilesCorpus:
                  sample_pairs=SAMPLE_PAIRS):
         if "train" not in files:
             raise ValueError(f"Own text files need a 'train' entry; received splits {list(files)}.")
+        check_non_negative_int("in_memory_pairs", in_memory_pairs)  # 0: stream every split
+        check_positive_int("sample_pairs", sample_pairs)
+        check_positive_int("holdout_max_pairs", holdout_max_pairs)
         for split in files:
             _check_split(split, SPLITS)
         if holdout is not None:

@@ -13,7 +13,8 @@ detokenizer all run inside its graph.
                                           score [batch] float32
         assets.extra/model.keras     the Keras model, for Keras users
         assets.extra/vocab/          the tokenizers (*.vocab.txt, *.json; *.model for SentencePiece)
-        assets.extra/export.json     beam size, length penalty, maximum lengths
+        assets.extra/export.json     beam size, length penalty, maximum lengths, the
+                                     translator's metadata (training config, weights)
 
 The graph uses only core TensorFlow and TensorFlow Text ops (TensorFlow
 Serving links TensorFlow Text), no XLA op (it is traced under
@@ -30,6 +31,7 @@ import os
 import keras
 import tensorflow as tf
 
+from keras_attention._constants import MAX_SERVING_VERSION
 from keras_attention._io import atomic_directory, named_write_errors
 from keras_attention._validation import check_positive_int
 from keras_attention.data.tokenizers import save_tokenizers, tokenize_with_end
@@ -39,8 +41,8 @@ from keras_attention.models.precision import with_dtype_policy
 
 def next_version(export_dir):
     """1 + the largest numbered folder in `export_dir` (1 if none)."""
-    versions = [int(n) for n in os.listdir(export_dir) if n.isdigit()] if os.path.isdir(
-        export_dir) else []
+    names = os.listdir(export_dir) if os.path.isdir(export_dir) else []
+    versions = [int(n) for n in names if n.isascii() and n.isdigit()]
     return max(versions, default=0) + 1
 
 
@@ -193,16 +195,21 @@ def export_translator(translator, export_dir, version=None, dtype_policy=None,
         dtype_policy: serve under this Keras dtype policy (e.g. "float32")
             instead of the model's own.
     """
+    # TF Serving's 1, 2, ... (int64)
+    check_positive_int("version", version, allow_none=True, maximum=MAX_SERVING_VERSION)
+    version = next_version(export_dir) if version is None else int(version)
+    if version > MAX_SERVING_VERSION:
+        raise ValueError(f"{export_dir} holds version {version - 1}, the largest TF Serving "
+                         f"takes (int64, {MAX_SERVING_VERSION}); give a --version (`version`) "
+                         "that is free, or another export directory.")
     _check_translator(translator, also=("score_ids",))
     model, settings = translator.model, translator.settings
     source_tokenizer, target_tokenizer = translator.source_tokenizer, translator.target_tokenizer
     if dtype_policy is not None:
         model = with_dtype_policy(model, dtype_policy)
         translator = type(translator)(model, source_tokenizer, target_tokenizer,
-                                      **settings.to_dict())
+                                      **settings.to_dict(), metadata=translator.metadata)
     max_output_length = settings.output_length(model.max_length)
-    check_positive_int("version", version, allow_none=True)  # TF Serving's 1, 2, ...
-    version = next_version(export_dir) if version is None else int(version)
     path = os.path.join(export_dir, str(version))
     if os.path.exists(path):
         raise FileExistsError(f"{path} exists; TF Serving versions are immutable. Choose "
@@ -247,5 +254,8 @@ def export_translator(translator, export_dir, version=None, dtype_policy=None,
                     "max_input_length": model.max_length,
                     "max_output_length": max_output_length,
                     "signature": SIGNATURES,
+                    # Where the model comes from (a run's training config,
+                    # its weights: "model.keras" or the checkpoints averaged).
+                    "metadata": translator.metadata,
                 }, f, indent=2)
     return path

@@ -11,8 +11,10 @@ run's checkpoints and one checkpoint's attention (`checkpoint_view`).
 finished and pruned hypotheses (`beam_view.beam_tree_answer`).
 `POST /api/attributions`: raw attention, attention rollout and input ×
 gradient of one pair (`attribution_view.attributions_answer`).
-Bad requests get a 4xx answer `{"error": "..."}` that names the problem; the
-server keeps serving. Requests are handled in threads; the model runs one
+Bad requests get a 4xx answer `{"error": "..."}` that names the problem (also
+http.server's own refusals: a bad request line, an unknown method); the
+server keeps serving. `HEAD` answers as `GET` without the body; `OPTIONS`
+names a path's methods in an Allow header. Requests are handled in threads; the model runs one
 request at a time (each already uses every CPU core). A client that stays
 silent for `timeout` seconds, or has not sent its whole request within
 `deadline` seconds (trickling a byte now and then), is disconnected.
@@ -42,57 +44,15 @@ from keras_attention.playground.checkpoint_view import (
     CheckpointTranslators,
     checkpoint_attention,
 )
+from keras_attention.playground.page_info import (
+    EXAMPLE,
+    EXAMPLES,
+    model_scores,
+    source_language,
+)
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 MAX_BODY_BYTES = 64 * 1024
-EXAMPLE = "The red book is on the table."
-# Sentences the page offers to try, by the model's source language (the
-# first is the one it starts with): the articles' ("dejé" attends to "I
-# left", "rojo" to "red") and what the bundled corpus's grammar can say.
-EXAMPLES = {
-    "en": [EXAMPLE, "I left the red book at the library.", "Where is the train station?",
-           "We will eat three green apples tomorrow."],
-    "es": ["El libro rojo está sobre la mesa.", "Dejé el libro rojo en la biblioteca.",
-           "¿Dónde está la estación de tren?", "Mañana comeremos tres manzanas verdes."],
-}
-
-
-def source_language(translator):
-    """The model's source language code, as its metadata records it (a
-    shipped preset's `zoo.languages`, a converted OPUS-MT model's
-    `converted_from.languages`, a run's `config.source_lang`), or "en" (the
-    bundled corpus's)."""
-    metadata = translator.metadata
-    languages = ((metadata.get("zoo") or {}).get("languages")
-                 or (metadata.get("converted_from") or {}).get("languages"))
-    if languages:
-        return languages[0]
-    return (metadata.get("config") or {}).get("source_lang") or "en"
-
-
-def model_scores(translator):
-    """What the page says of the model's quality, from its metadata: a
-    shipped preset's test and public-test scores (`zoo.test`,
-    `zoo.public_test`, with the published model's figure), or a run's score
-    on its evaluation split; {} when it has none."""
-    metadata = translator.metadata
-    zoo = metadata.get("zoo") or {}
-    scores = {}
-    if zoo.get("test"):
-        scores["test"] = {key: zoo["test"].get(key) for key in ("bleu", "chrf", "test_set")}
-    elif isinstance(metadata.get("bleu"), (int, float)):
-        scores["test"] = {"bleu": metadata["bleu"], "chrf": metadata.get("chrf"),
-                          "test_set": f"the run's {metadata.get('eval_split') or 'test'} split"}
-    public = zoo.get("public_test")
-    if public:
-        scores["public_test"] = {key: public.get(key) for key in ("bleu", "chrf", "test_set")}
-        published = public.get("published") or {}
-        if published.get("model"):
-            scores["public_test"]["published"] = {key: published.get(key)
-                                                  for key in ("model", "bleu", "chrf")}
-    return scores
-
-
 # Seconds a connection may stay silent before the server closes it.
 CONNECTION_TIMEOUT = 30
 # Seconds a client has to send a whole request (request line, headers and
@@ -127,6 +87,12 @@ _ENDPOINTS = {
         f'{{"text": "{EXAMPLE}", "beam_size": 4}}'),
 }
 _POST_LIST = ", ".join(list(_ENDPOINTS)[:-1]) + " or " + list(_ENDPOINTS)[-1]
+def _allowed(path):
+    """The methods `path` answers (`*`: the server's), for Allow headers."""
+    return ("POST, OPTIONS" if path in _ENDPOINTS else
+            "GET, HEAD, POST, OPTIONS" if path == "*" else "GET, HEAD, OPTIONS")
+
+
 _ENDPOINT_LIST = ("GET /api/info, GET /api/checkpoints, "
                   + ", ".join(f"POST {path}" for path in list(_ENDPOINTS)[:-1])
                   + f" and POST {list(_ENDPOINTS)[-1]}")
@@ -480,21 +446,55 @@ def _handler(playground):
                 playground.log(f"POST {path} {status} "
                                f"{(time.perf_counter() - start) * 1000:.0f} ms")
 
+        def do_HEAD(self):  # noqa: N802
+            self.do_GET()  # `_send` leaves the body out
+
+        def do_OPTIONS(self):  # noqa: N802
+            """The methods a path takes (`OPTIONS *`: the server's), in Allow."""
+            path = self.path.split("?", 1)[0]
+            try:
+                self._discard_body()
+                self._send(200, b"", "application/json; charset=utf-8", allow=_allowed(path))
+            except RequestError as e:
+                self._send_json(e.status, {"error": str(e)})
+
         def do_PUT(self):  # noqa: N802
-            self._refuse()
+            try:
+                self._discard_body()
+                raise RequestError(405, f"{self.command} is not supported: GET the page, or "
+                                   f"{_ENDPOINT_LIST}.")
+            except RequestError as e:
+                self._send_json(e.status, {"error": str(e)})
 
         do_DELETE = do_PATCH = do_PUT  # noqa: N815
 
-        def _refuse(self):
-            self._discard_body()
-            self._send_json(405, {"error": f"{self.command} is not supported: GET the page, "
-                                           f"or {_ENDPOINT_LIST}."})
+        def send_error(self, code, message=None, explain=None):
+            """http.server's own refusals (a malformed request line or header,
+            a method it has no `do_` method for) in JSON, as every other error,
+            not its HTML page; the connection closes, as it does there."""
+            self.close_connection = True
+            if self.request_version == "HTTP/0.9":  # the request line was refused: answer 1.0
+                self.request_version = "HTTP/1.0"
+            error = message or self.responses.get(code, ("Error",))[0]
+            if code == 501:
+                error += f"; this server answers {_allowed('*')}"
+            self._send_json(code, {"error": f"{error}."})
+
+        def _content_length(self):
+            """The body's length in bytes: None without a Content-Length; a 400
+            unless it is a number in ASCII digits (the body's end is unknown)."""
+            length = self.headers.get("Content-Length")
+            if length is not None and not (length.isascii() and length.isdigit()):
+                self.close_connection = True
+                raise RequestError(400, "Content-Length must be a number of bytes (ASCII "
+                                   f"digits); received {length!r}.")
+            return None if length is None else int(length)
 
         def _discard_body(self):
-            length = self.headers.get("Content-Length")
-            if length and length.isdigit() and int(length) <= MAX_BODY_BYTES:
-                self.rfile.read(int(length))
-            else:
+            length = self._content_length()
+            if length is not None and length <= MAX_BODY_BYTES:
+                self.rfile.read(length)
+            elif length is not None:
                 self.close_connection = True
 
         def _read_json(self):
@@ -504,25 +504,25 @@ def _handler(playground):
                 raise RequestError(415, "The request body must be JSON, sent with "
                                    "Content-Type: application/json; received Content-Type "
                                    f"{content_type or '(none)'!r}.")
-            length = self.headers.get("Content-Length")
-            if length is None or not length.isdigit():
+            length = self._content_length()
+            if length is None:
                 self.close_connection = True
                 raise RequestError(411, "The request needs a Content-Length header.")
-            if int(length) > MAX_BODY_BYTES:
+            if length > MAX_BODY_BYTES:
                 self.close_connection = True  # its body is not read
                 raise RequestError(413, f"The request body has {length} bytes; at most "
                                    f"{MAX_BODY_BYTES} are accepted.")
             try:
-                body = self.rfile.read(int(length))
+                body = self.rfile.read(length)
             except TimeoutError:
                 self.close_connection = True
                 raise RequestError(408, f"The request body did not arrive within "
                                    f"{playground.timeout:g} s.") from None
-            if len(body) < int(length) and self._late:
+            if len(body) < length and self._late:
                 self.close_connection = True
                 raise RequestError(408, f"The request did not arrive within "
                                    f"{playground.deadline:g} s.")
-            if len(body) < int(length):  # the client closed its side early
+            if len(body) < length:  # the client closed its side early
                 self.close_connection = True
                 raise RequestError(400, f"The request body ended after {len(body)} of the "
                                    f"{length} bytes its Content-Length announced.")
@@ -530,13 +530,19 @@ def _handler(playground):
                 return json.loads(body.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as e:
                 raise RequestError(400, f"The request body is not valid JSON: {e}.") from None
+            except RecursionError:  # e.g. [[[[...]]]] 30,000 deep
+                raise RequestError(400, "The request body's JSON is nested too deeply; a "
+                                   "request is an object of strings, numbers and lists of "
+                                   "numbers.") from None
 
         def _send_json(self, status, value):
             self._send(status, json.dumps(value, ensure_ascii=False).encode("utf-8"),
                        "application/json; charset=utf-8")
 
-        def _send(self, status, body, content_type):
+        def _send(self, status, body, content_type, allow=None):
             self.send_response(status)
+            if allow is not None:
+                self.send_header("Allow", allow)
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Cache-Control", "no-store")
@@ -544,7 +550,8 @@ def _handler(playground):
             if self.close_connection:
                 self.send_header("Connection", "close")
             self.end_headers()
-            self.wfile.write(body)
+            if self.command != "HEAD":  # HEAD: GET's headers, Content-Length included
+                self.wfile.write(body)
 
         def log_message(self, format, *args):  # noqa: A002 (http.server's signature)
             pass  # one line per API request goes to `playground.log` instead

@@ -8,6 +8,7 @@ jax_distribution`)."""
 from keras_attention.training.callbacks import BestCheckpoints, TimeBudget
 from keras_attention.training.checkpoints import (
     average_checkpoints,
+    checkpoint_step,
     list_checkpoints,
     load_weights_checked,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "TrainingDivergedError",
     "TransformerSchedule",
     "average_checkpoints",
+    "checkpoint_step",
     "is_chief",
     "list_checkpoints",
     "load_weights_checked",

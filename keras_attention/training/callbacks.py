@@ -16,6 +16,7 @@ import keras
 
 from keras_attention._io import atomic_write_text, read_json, save_weights_atomic
 from keras_attention._validation import check_positive_int
+from keras_attention.training.checkpoints import checkpoint_step
 
 logger = logging.getLogger("keras_attention")
 
@@ -269,10 +270,10 @@ class BestCheckpoints(keras.callbacks.Callback):
         kept = {e["step"] for e in self.best()}
         if step in kept:
             save_weights_atomic(self.model, self._path(step))  # never a half-written file
-        for name in os.listdir(self.directory):
-            if name.startswith("ckpt-") and name.endswith(".weights.h5"):
-                if int(name[len("ckpt-"):-len(".weights.h5")]) not in kept:
-                    os.remove(os.path.join(self.directory, name))
+        for name in os.listdir(self.directory):  # other names (a copy, a backup) stay
+            step = checkpoint_step(name)
+            if step is not None and step not in kept:
+                os.remove(os.path.join(self.directory, name))
         atomic_write_text(self._scores_path, json.dumps(self.history, indent=1) + "\n")
 
     def _epochs_since_improvement(self):

@@ -4,13 +4,27 @@ with a clear error, and averaging several (the paper averages the last 5 or
 20)."""
 
 import os
+import re
 
 import numpy as np
 
 from keras_attention._io import load_weights_checked, save_weights_atomic
 
-__all__ = ["average_checkpoints", "list_checkpoints", "load_weights_checked",
+__all__ = ["average_checkpoints", "checkpoint_step", "list_checkpoints", "load_weights_checked",
            "save_checkpoint"]
+
+# Exactly `ckpt-<ASCII digits>.weights.h5`: not `ckpt-40-copy.weights.h5`,
+# `ckpt- 4.weights.h5`, `ckpt-+4...`, `ckpt-4_0...` or other digits, which
+# `int()` would accept.
+_CHECKPOINT_NAME = re.compile(r"ckpt-([0-9]+)\.weights\.h5")
+
+
+def checkpoint_step(name):
+    """The step of a checkpoint file named exactly `ckpt-<step>.weights.h5`
+    (a base name), or None for any other name (a copy, a backup, a
+    half-written temporary file): such files are left alone."""
+    match = _CHECKPOINT_NAME.fullmatch(name)
+    return int(match.group(1)) if match else None
 
 
 def save_checkpoint(model, directory, step, keep=5):
@@ -28,13 +42,8 @@ def list_checkpoints(directory):
     """`ckpt-<step>.weights.h5` files in `directory`, oldest step first."""
     if not os.path.isdir(directory):
         return []
-    found = []
-    for name in os.listdir(directory):
-        if name.startswith("ckpt-") and name.endswith(".weights.h5"):
-            try:
-                found.append((int(name[len("ckpt-") : -len(".weights.h5")]), name))
-            except ValueError:
-                continue
+    found = [(checkpoint_step(name), name) for name in os.listdir(directory)
+             if checkpoint_step(name) is not None]
     return [os.path.join(directory, name) for _, name in sorted(found)]
 
 

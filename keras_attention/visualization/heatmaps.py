@@ -99,12 +99,13 @@ def save_attention_heatmaps(maps, directory, prefix="", layers=None):
     all); encoder layer i is drawn with decoder layer i.
     Returns the list of paths written.
     """
-    os.makedirs(directory, exist_ok=True)
     count = maps.cross.shape[0]
     layers = list(range(1, count + 1)) if layers is None else list(layers)
-    for layer in layers:
+    for layer in layers:  # before the folder is made: a refusal leaves nothing
         if not 1 <= layer <= count:
-            raise ValueError(f"Layer {layer} does not exist; the model has layers 1..{count}.")
+            raise ValueError(f"Layer {layer} does not exist; the model has layers 1..{count} "
+                             f"(received layers {layers}).")
+    os.makedirs(directory, exist_ok=True)
     written = [_layer_overview(maps, os.path.join(directory, f"{prefix}cross_attention.png"),
                                "cross-attention")]
     title = f"{maps.source!r} -> {maps.translation!r}"

@@ -27,7 +27,12 @@ def visualize(translator, sentences, output_dir, target=None, layers=None):
     """Attention heatmaps (PNG) for each sentence, translated with the
     `translator`'s settings (or teacher-forced on `target`), named after the
     sentence (`heatmap_prefix`), never overwriting files. Returns the paths
-    written."""
+    written. A layer number the model does not have is refused before
+    anything is translated or written."""
+    count = translator.model.num_decoder_layers
+    if layers is not None and not all(1 <= layer <= count for layer in layers):
+        raise ValueError(f"--layers {' '.join(map(str, layers))}: the model has layers "
+                         f"1..{count}; give numbers in that range.")
     paths = []
     for sentence in sentences:
         maps = translator.attention(sentence, target)

@@ -18,7 +18,8 @@ from keras_attention.data import (
     train_tokenizers,
 )
 from recipes.translation import corpus_rule
-from recipes.translation.config import check_config, load_config
+from recipes.translation.config import load_config
+from recipes.translation.config_checks import check_config
 
 
 def make_corpus(config):

@@ -34,6 +34,7 @@ import os
 if not __package__:  # run as a file, not with `python -m recipes.translation.export`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
+from keras_attention._constants import MAX_SERVING_VERSION  # noqa: E402
 from recipes.translation.config import (  # noqa: E402
     add_decoding_flags,
     decoding_overrides,
@@ -46,6 +47,16 @@ QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16
                  "float16", "bfloat16", "float32")
 SAVEDMODEL_ONLY = ("version", "beam_size", "length_penalty", "max_output_length",
                    "early_stopping", "dtype_policy")
+
+
+def serving_version(text):
+    """argparse `type` of --version: TF Serving's versions are int64, positive."""
+    value = positive_int(text)
+    if value > MAX_SERVING_VERSION:
+        raise argparse.ArgumentTypeError(
+            f"must be a TF Serving version, an integer in [1, {MAX_SERVING_VERSION}] (int64); "
+            f"received {text!r}")
+    return value
 
 
 def main(argv=None):
@@ -62,8 +73,9 @@ def main(argv=None):
     parser.add_argument("--export-dir", help="TF Serving's model base path, or with --format "
                         "ctranslate2 the model directory (default: <workdir>/export, or "
                         "<workdir>/ctranslate2[-<quantization>])")
-    parser.add_argument("--version", type=positive_int,
-                        help="version folder, a positive integer (default: the next number)")
+    parser.add_argument("--version", type=serving_version,
+                        help="version folder, an integer in [1, 2**63 - 1] (TF Serving's "
+                        "int64; default: the next number)")
     add_decoding_flags(parser)
     parser.add_argument("--dtype-policy", choices=("float32", "mixed_bfloat16", "mixed_float16"),
                         help="serve under this precision (default: the model's; float32 "

@@ -77,6 +77,10 @@ def main(argv=None):
     overrides = decoding_overrides(parser, args)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 
+    if args.workdir is not None and os.path.exists(args.workdir) and not os.path.isdir(
+            args.workdir):
+        parser.exit(2, f"error: --workdir {args.workdir} is a file, not a run directory: give "
+                    "the folder train.py wrote (or a preset directory, or --preset NAME).\n")
     if args.workdir is not None and not os.path.isdir(args.workdir):
         parser.exit(2, f"error: {args.workdir} does not exist. {TRAIN_HINT}\n")
 

@@ -4,13 +4,20 @@ final model or checkpoints), and scoring it (`evaluate_run`)."""
 
 import contextlib
 import dataclasses
+import json
 import os
 
 import keras
 
-from keras_attention._io import directory_lock, write_json
+from keras_attention._io import directory_lock, read_json, write_json
 from keras_attention.data import load_tokenizers
-from keras_attention.training import average_checkpoints, list_checkpoints, load_weights_checked
+from keras_attention.training import (
+    PRECISIONS,
+    average_checkpoints,
+    list_checkpoints,
+    load_weights_checked,
+    resolve_precision,
+)
 from keras_attention.translation import Translator
 from recipes.translation.config import decoding_settings, load_config
 from recipes.translation.corpora import make_corpus
@@ -89,14 +96,19 @@ def load_translator(workdir, checkpoint=None):
     `Translator.from_preset`, or the weights of `checkpoint` (a
     `.weights.h5` file, or a list of them, averaged; the latest checkpoint
     when the run has no `model.keras` yet), with the run's tokenizers and
-    decoding settings."""
+    decoding settings. A checkpoint's model computes in the run's precision
+    (`run_precision`); the translator's metadata names the weights
+    (`weights`: "model.keras" or the checkpoints) and the precision."""
     config_path = os.path.join(workdir, "config.json")
     if not os.path.isfile(config_path):
         raise FileNotFoundError(f"{workdir} is not a run directory: it has no config.json.")
     config = load_config(config_path)
     if checkpoint is None:
         if os.path.isfile(os.path.join(workdir, "model.keras")):
-            return config, Translator.from_preset(workdir)
+            translator = Translator.from_preset(workdir)
+            translator.metadata.update(weights="model.keras",
+                                       precision=translator.model.dtype_policy.name)
+            return config, translator
         checkpoints = list_checkpoints(os.path.join(workdir, "checkpoints"))
         if not checkpoints:
             raise FileNotFoundError(f"{workdir} has neither model.keras nor checkpoints/.")
@@ -104,14 +116,52 @@ def load_translator(workdir, checkpoint=None):
     paths = list(checkpoint) if isinstance(checkpoint, (list, tuple)) else [checkpoint]
     if not paths:
         raise ValueError("`checkpoint` is an empty list; give one or more .weights.h5 files.")
+    for path in paths:  # all of them, before a model is built
+        _check_checkpoint_path(path)
     source_tokenizer, target_tokenizer = load_tokenizers(os.path.join(workdir, "vocab"))
-    model = build_model(config, source_tokenizer.vocabulary_size, target_tokenizer.vocabulary_size)
+    precision = run_precision(workdir, config)
+    caller = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(precision)  # the model computes as the run did
+    try:
+        model = build_model(config, source_tokenizer.vocabulary_size,
+                            target_tokenizer.vocabulary_size)
+    finally:
+        keras.config.set_dtype_policy(caller)
     if len(paths) == 1:
         load_weights_checked(model, paths[0])
     else:
         average_checkpoints(model, paths)
+    metadata = {"training_config": json.loads(config.to_json()),
+                "weights": [os.fspath(p) for p in paths], "precision": precision}
     return config, Translator(model, source_tokenizer, target_tokenizer,
-                              **decoding_settings(config))
+                              **decoding_settings(config), metadata=metadata)
+
+
+def _check_checkpoint_path(path):
+    """A FileNotFoundError or IsADirectoryError naming `path` unless it is a
+    file (a directory: what it holds of checkpoints)."""
+    if os.path.isdir(path):
+        held = [os.path.basename(p) for p in list_checkpoints(path)]
+        raise IsADirectoryError(
+            f"The checkpoint {os.fspath(path)!r} is a directory; a checkpoint is a "
+            "ckpt-<step>.weights.h5 file" + (
+                f": this one holds {', '.join(held)}." if held else
+                " (a run keeps them in <workdir>/checkpoints/ and checkpoints/best/)."))
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"The checkpoint {os.fspath(path)!r} does not exist.")
+
+
+def run_precision(workdir, config):
+    """The dtype policy a run trained in: its metrics.json's `precision` (a
+    finished run), else its --precision; `auto` before the run has ended
+    resolves as it does on this machine."""
+    metrics_path = os.path.join(workdir, "metrics.json")
+    if os.path.isfile(metrics_path):
+        metrics = read_json(metrics_path, "the run's metrics")
+        precision = metrics.get("precision") if isinstance(metrics, dict) else None
+        if precision in PRECISIONS and precision != "auto":
+            return precision
+    return config.precision if config.precision != "auto" else resolve_precision("auto")
 
 
 def load_run(workdir, checkpoint=None):

@@ -47,7 +47,8 @@ from recipes.translation import (
     runs,
     scoring,
 )
-from recipes.translation.config import check_config, decoding_settings
+from recipes.translation.config import decoding_settings
+from recipes.translation.config_checks import check_config
 
 
 def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):

@@ -1,5 +1,7 @@
 """TFDS translation sources, tested offline with `tfds.testing.mock_data`."""
 
+import re
+
 import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
@@ -89,3 +91,29 @@ def test_every_source_is_a_parallel_corpus(mock_tfds, text_files):
         name, source_language, target_language, splits = "x", "en", "es", ("train",)
 
     assert not isinstance(NoLoad(), ParallelCorpus)
+
+
+@pytest.mark.parametrize("name, value, expected", [
+    ("sample_pairs", 0, "a positive integer"), ("sample_pairs", -3, "a positive integer"),
+    ("sample_pairs", 2.5, "a positive integer"), ("sample_pairs", True, "a positive integer"),
+    ("in_memory_pairs", -1, "an integer >= 0"), ("in_memory_pairs", 1.5, "an integer >= 0"),
+    ("in_memory_pairs", "100", "an integer >= 0"),
+    ("holdout_max_pairs", 0, "a positive integer"),
+])
+def test_text_files_corpus_refuses_bad_sizes(tmp_path, name, value, expected):
+    """Refused with the value named, before a file is read (the file here
+    does not even exist)."""
+    from keras_attention.data import TextFilesCorpus
+
+    with pytest.raises(ValueError, match=re.escape(
+            f"`{name}` must be {expected}; received {name}={value!r}.")):
+        TextFilesCorpus({"train": str(tmp_path / "none.tsv")}, **{name: value})
+
+
+@pytest.mark.parametrize("size", [0, -1, 0.5, None])
+def test_sample_pairs_refuses_a_size_that_is_not_positive(size):
+    from keras_attention.data import sample_pairs
+
+    with pytest.raises(ValueError, match=re.escape(
+            f"`size` must be a positive integer; received size={size!r}.")):
+        sample_pairs(object(), "train", size)

@@ -11,9 +11,9 @@ from recipes.translation.config import (
     PRESETS,
     TranslationConfig,
     add_config_flags,
-    check_config,
     config_from_args,
 )
+from recipes.translation.config_checks import check_config
 from recipes.translation.corpora import apply_corpus_rule, make_corpus
 from recipes.translation.corpus_rule import AUTO, LARGE_CORPUS, RULE_FIELDS, SMALL_CORPUS_PAIRS
 from recipes.translation.model_setup import build_model

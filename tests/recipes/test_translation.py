@@ -24,9 +24,9 @@ from recipes.translation.config import (
     PRESETS,
     TranslationConfig,
     add_config_flags,
-    check_config,
     config_from_args,
 )
+from recipes.translation.config_checks import check_config
 from recipes.translation.runs import check_workdir, evaluate_run, load_translator
 from recipes.translation.train_lib import train_and_evaluate
 from tests.helpers import FRESH_PROCESS, TINY, checksums, free_ports, run_main, tiny_config

@@ -237,3 +237,27 @@ def test_a_damaged_scores_json_is_named(tmp_path, text, match):
     (tmp_path / "scores.json").write_text(text)
     with pytest.raises(ValueError, match=f"{tmp_path / 'scores.json'}: {match}"):
         BestCheckpoints(dict, str(tmp_path), int)
+
+
+@pytest.mark.parametrize("odd", [
+    "ckpt-40-copy.weights.h5", "ckpt-.weights.h5", "ckpt- 4.weights.h5", "ckpt-+4.weights.h5",
+    "ckpt--4.weights.h5", "ckpt-4_0.weights.h5", "ckpt-\u0664.weights.h5", "ckpt-4.weights.h5.bak",
+    "ckpt-4.weights.h5.tmp", "ckpt-4.Weights.h5", "Ckpt-4.weights.h5", "xckpt-4.weights.h5",
+])
+def test_files_not_named_like_a_checkpoint_are_left_alone(tmp_path, odd):
+    """A copy, a backup or a temporary file in checkpoints/best/ (a name that
+    is not exactly ckpt-<ASCII digits>.weights.h5): BestCheckpoints neither
+    crashes on it nor deletes it, and list_checkpoints skips it."""
+    from keras_attention.training import checkpoint_step, list_checkpoints
+
+    (tmp_path / odd).write_bytes(b"not weights")
+    assert checkpoint_step(odd) is None and list_checkpoints(str(tmp_path)) == []
+    scores, steps = iter([1.0, 2.0]), iter([10, 20])
+    best = BestCheckpoints(lambda: {"bleu": next(scores)}, str(tmp_path), lambda: next(steps),
+                           verbose=0)
+    best.set_model(_model())
+    best.on_epoch_end(0, {})
+    best.on_epoch_end(1, {})  # removes ckpt-10, keeps the odd file
+    assert sorted(os.listdir(tmp_path)) == sorted([odd, "ckpt-20.weights.h5", "scores.json"])
+    assert [os.path.basename(p) for p in list_checkpoints(str(tmp_path))] == [
+        "ckpt-20.weights.h5"]
