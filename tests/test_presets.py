@@ -120,6 +120,33 @@ def test_our_keras_hub_classes_take_the_name_and_keras_hubs_own_take_the_folder(
     assert tiny.d_model == 32
 
 
+def test_a_path_named_like_a_shipped_preset_wins_through_every_door(tmp_path, monkeypatch):
+    """keras-hub's rule: `save_to_preset("tatoeba_en_es")`, then the name,
+    loads what was saved (with a warning that it hides the shipped one),
+    in `Translator` and in our keras-hub classes; a path of that name that
+    is no preset is named as such, not swapped for the shipped one."""
+    from keras_attention.hub import TransformerBackbone, TransformerSeq2SeqLM
+
+    name = NAMES[0]
+    monkeypatch.chdir(tmp_path)
+    shipped = Translator.from_preset(name)
+    assert shipped.beam_size != 1
+    shipped.with_settings(beam_size=1).save_to_preset(name)
+    hides = f"'{name}' is a path in the working directory"
+    with pytest.warns(UserWarning, match=hides):
+        assert Translator.from_preset(name).beam_size == 1
+    with pytest.warns(UserWarning, match=hides):
+        assert Translator.from_keras_hub_task(TransformerSeq2SeqLM.from_preset(name)).beam_size == 1
+    with pytest.warns(UserWarning, match="the path is loaded"):
+        TransformerBackbone.from_preset(name)
+    # The shipped one, by its folder.
+    assert Translator.from_preset(os.path.join(DIRECTORY, name)).beam_size == shipped.beam_size
+    (tmp_path / name).rename(tmp_path / "saved")
+    (tmp_path / name).write_text("not a preset")
+    with pytest.warns(UserWarning), pytest.raises(FileNotFoundError, match="is not a directory"):
+        Translator.from_preset(name)
+
+
 def test_an_unknown_name_lists_the_shipped_presets():
     with pytest.raises(FileNotFoundError, match="shipped preset .*tatoeba_en_es"):
         Translator.from_preset("tatoeba_en_xx")

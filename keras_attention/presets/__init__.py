@@ -23,6 +23,7 @@ take the name too.
 
 import json
 import os
+import warnings
 
 DIRECTORY = os.path.dirname(os.path.abspath(__file__))
 # The part of a shipped preset's metadata.json that `builtin_presets` shows.
@@ -47,10 +48,23 @@ def builtin_presets():
 
 def preset_path(preset):
     """The folder of the shipped preset named `preset`; anything else (a
-    path, a `kaggle://` or `hf://` handle) unchanged."""
+    path, a `kaggle://` or `hf://` handle) unchanged.
+
+    The rule when a name is both (keras-hub's: an existing path wins): a
+    folder or file of that name in the working directory is what the name
+    means, with a warning that it hides the shipped preset, which stays
+    reachable as `preset_path`'s folder (`keras_attention.presets.DIRECTORY`).
+    `save_to_preset("tatoeba_en_es")` then `from_preset("tatoeba_en_es")`
+    loads what was saved."""
     if isinstance(preset, str) and preset and os.sep not in preset and "/" not in preset:
         folder = os.path.join(DIRECTORY, preset)
         if os.path.isfile(os.path.join(folder, "metadata.json")):
+            if os.path.exists(preset):
+                warnings.warn(
+                    f"{preset!r} is a path in the working directory ({os.path.abspath(preset)}) "
+                    "and the name of a shipped preset: the path is loaded. Load the shipped "
+                    f"one from {folder!r}, or rename the folder.", UserWarning, stacklevel=3)
+                return preset
             return folder
     return preset
 
