@@ -103,7 +103,8 @@ def test_the_fixtures_pass_the_checks(tmp_path):
 
 
 @pytest.mark.parametrize("file, field, value", CASES,
-                         ids=[f"{c[0]}-{c[1]}-{c[2]!r}"[:60] for c in CASES])
+                         ids=[f"{c[0]}-{c[1]}-{'missing' if c[2] is MISSING else repr(c[2])}"[:60]
+                              for c in CASES])
 def test_a_bad_field_is_named_with_its_file_and_value(tmp_path, file, field, value):
     folder = _folder(tmp_path)
     path = folder / file
