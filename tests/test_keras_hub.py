@@ -22,6 +22,7 @@ from keras_attention.hub import (  # noqa: E402
     TransformerTokenizer,
 )
 from keras_attention.models import Transformer  # noqa: E402
+from keras_attention.models.precision import sublayers  # noqa: E402
 from tests.helpers import ENGLISH, SENTENCES, SPANISH, untrained_translator  # noqa: E402
 
 pytestmark = pytest.mark.slow  # builds and decodes whole models (out of the quick tier)
@@ -189,7 +190,7 @@ def test_lora_fine_tuning_on_strings_saves_and_reloads(tmp_path):
     translator = untrained_translator(beam_size=1)
     task = translator.as_keras_hub_task()
     backbone = task.backbone
-    attention = [layer for layer in backbone._flatten_layers()
+    attention = [layer for layer in sublayers(backbone)
                  if type(layer).__name__ == "MultiHeadAttention"]
     # the encoders' self-attention, the decoders' self- and cross-attention
     assert len(attention) == backbone.num_encoder_layers + 2 * backbone.num_decoder_layers

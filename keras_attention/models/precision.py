@@ -17,6 +17,15 @@ def quantizable_layer(layer):
                               keras.layers.Embedding))
 
 
+def sublayers(model, include_self=False):
+    """Every layer inside `model`, nested ones too, in Keras' order: the walk
+    `keras.Model.quantize` makes. The one use in the package of Keras' own
+    `Layer._flatten_layers`: Keras has no public recursive walk (`layers`
+    lists a functional model's top level), and this is the order in which
+    `quantize` gives layers their policies."""
+    return list(model._flatten_layers(include_self=include_self))
+
+
 def quantize_quietly(model, mode=None, config=None, filters=None, **kwargs):
     """`keras.Model.quantize` of `model` on `quantizable_layer`s (unless
     `filters` says otherwise), without the warning Keras' quantizer raises
@@ -25,7 +34,7 @@ def quantize_quietly(model, mode=None, config=None, filters=None, **kwargs):
     Refused while LoRA is enabled on any layer: Keras quantizes the frozen
     kernel and drops the low-rank factors' contribution, so the tuned model
     would translate as if never tuned (measured: garbage)."""
-    with_lora = [layer.path for layer in model._flatten_layers()  # the walk Model.quantize does
+    with_lora = [layer.path for layer in sublayers(model, include_self=True)
                  if getattr(layer, "lora_enabled", False)]
     if with_lora:
         raise ValueError(
@@ -43,7 +52,7 @@ def quantize_quietly(model, mode=None, config=None, filters=None, **kwargs):
 def quantization_of(model):
     """`None` for a float model, else the quantization mode of its quantized
     layers (`"int8"`, ...): what Keras' `quantize` made of it."""
-    modes = {layer.quantization_mode for layer in model._flatten_layers(include_self=False)}
+    modes = {layer.quantization_mode for layer in sublayers(model)}
     modes.discard(None)
     return min(modes) if modes else None
 

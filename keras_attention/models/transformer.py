@@ -469,7 +469,7 @@ class Transformer(keras.Model):
         if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
             return policy
         quantized = {layer.path: layer.dtype_policy
-                     for layer in self._flatten_layers(include_self=False)
+                     for layer in precision.sublayers(self)
                      if layer.quantization_mode is not None}
         if not quantized:
             return policy

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from keras_attention.models import Transformer, transformer
+from keras_attention.models.precision import sublayers
 from tests import references
 from tests.layer_test_case import assert_close, to_numpy
 
@@ -275,7 +276,7 @@ def test_int8_quantization_covers_every_kernel_quietly(tie_output_embeddings,
         warnings.simplefilter("always")
         model.quantize("int8")
     assert [str(w.message) for w in caught] == []
-    kernels = [layer for layer in model._flatten_layers()
+    kernels = [layer for layer in sublayers(model)
                if isinstance(layer, (keras.layers.Dense, keras.layers.EinsumDense,
                                      keras.layers.Embedding))]
     assert {layer.quantization_mode for layer in kernels} == {"int8"}
