@@ -226,10 +226,13 @@ class Engine:
     def _tokenizer(self, side):
         return self.source_tokenizer if side == "source" else self.target_tokenizer
 
-    def tokenize(self, texts, side="source", limit=None):
+    def tokenize(self, texts, side="source", limit=None, whole=False):
         """`texts` (a list of str) -> one list of ids per text, `[END]` last,
-        at most `limit` (default the model's `max_length`) long."""
-        limit = limit or self.limit
+        at most `limit` (default the model's `max_length`) long: a longer
+        source is cut (`tokenize_with_end`). `whole=True`: every id, uncut
+        (`limit` unused); `check_fits` then says whether the model can read
+        them."""
+        limit = None if whole else limit or self.limit
         key = (side, limit)
         if key not in self._tokenizers:
             tokenizer = self._tokenizer(side)
@@ -239,6 +242,20 @@ class Engine:
         if not len(texts):
             return []
         return self._tokenizers[key](tf.constant(texts)).to_list()
+
+    def check_fits(self, rows, names):
+        """The one rule for a given target (`score`, `align`, `attention`,
+        `attributions`): read whole or refused, never cut. `rows`: id lists,
+        `[END]` included; `names`: each one's name in the caller's arguments
+        (`"targets[3]"`). A ValueError names the first that is longer than
+        the model's positions (`max_length`), its length and the limit."""
+        for row, name in zip(rows, names):
+            if len(row) > self.limit:
+                raise ValueError(
+                    f"`{name}` is {len(row)} target tokens long ([END] included); the model "
+                    f"reads at most {self.limit} (its max_length), and a translation is "
+                    "scored and read whole, never cut. Shorten it or split the sentence.")
+        return rows
 
     def detokenize(self, ids):
         """int `[N, L]` target ids -> N str."""
