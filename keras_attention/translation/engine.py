@@ -11,7 +11,9 @@ What it owns:
   `DecodingSettings` value, the number of returned sequences, ...), each a
   `Work` that runs eagerly, as a graph or as XLA programs (below);
 - length bucketing (`Engine.pad`), ids <-> strings (`tokenize`,
-  `detokenize`, `tokens`) and the empty-input rule (`is_empty`);
+  `detokenize`, `tokens`), the empty-input rule (`is_empty`; what is blank
+  is `keras_attention._constants.is_blank`) and the long-target rule
+  (`check_fits`: a given target is read whole or refused, never cut);
 - the one place that turns logits into next-token log-probabilities for the
   tables the inspection tools show (`log_prob_table`); the searches and
   `score` use `keras_attention.decoding`'s, which share its definition

@@ -25,6 +25,7 @@ from keras_attention import Translator
 from keras_attention._constants import INVISIBLE_CATEGORIES, RESERVED_TOKENS, is_blank
 from keras_attention.data import train_tokenizers
 from keras_attention.data.tokenizers import is_blank_text
+from keras_attention.playground.analysis import check_request
 from keras_attention.translation.files import translate_file
 from tests.helpers import ENGLISH, SPANISH, shipped_translator
 
@@ -90,6 +91,9 @@ def test_invisible_sources_translate_to_empty_strings(translator, tmp_path):
     assert [(s.tokens, s.score) for s in scored] == [(["[END]"], 0.0)] * len(texts)
     assert [a.token for a in translator.alternatives(texts[-1])] == ["[END]"]
     assert translator.attributions(texts[-1]).source_tokens == []
+    for text in texts[:6]:  # the playground asks for a sentence instead
+        with pytest.raises(ValueError, match="`text` is empty"):
+            check_request(text)
     # A file of them: each line written empty, never sent to the translator.
     source = tmp_path / "in.txt"
     lines = [t for t in texts if not any(c in t for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028")]
