@@ -1,6 +1,8 @@
 """Constants shared by the layers, decoding, data and training; plain Python
 (no Keras, no TensorFlow), so every part of the package can import them."""
 
+import unicodedata
+
 # The reserved tokens of every vocabulary, and their ids.
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[START]", "[END]")
 PAD_ID, UNK_ID, START_ID, END_ID = 0, 1, 2, 3
@@ -14,34 +16,34 @@ MASKED_LOGIT = -1e9
 # What "blank" means, everywhere a text is tested for having no words (an
 # empty or blank sentence translates to "" through every door: the
 # Translator, the SavedModel's graph, the keras-hub task, CTranslate2; the
-# playground; `fit`'s pairs): a text made only of these characters.
-# - Unicode whitespace as Python's `str.isspace()` defines it (categories Zs,
-#   Zl, Zp and the controls \t \n \v \f \r, \x1c-\x1f, \x85): U+00A0, U+3000,
-#   U+2028 included. (RE2's `\s`, TensorFlow's regex, is ASCII only, and
-#   `tf.strings.strip` strips ASCII only: neither is used for this.)
-# - The zero-width characters that show nothing: U+200B ZERO WIDTH SPACE,
-#   U+2060 WORD JOINER and U+FEFF ZERO WIDTH NO-BREAK SPACE (a byte-order
-#   mark). Python does not count them as whitespace (category Cf), but a
-#   text of them alone has no words; tokenizers would make [UNK] or "▁" of
-#   it. (Joiners U+200C/U+200D are not: they belong to words of some scripts.)
-WHITESPACE = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680" + "".join(
-    chr(c) for c in range(0x2000, 0x200B)) + "\u2028\u2029\u202f\u205f\u3000")
-BLANK_CHARACTERS = WHITESPACE + "\u200b\u2060\ufeff"
-
-
-def re2_class(characters):
-    """An RE2 (TensorFlow regex) character class of exactly `characters`."""
-    return "[" + "".join(f"\\x{{{ord(c):04x}}}" for c in characters) + "]"
+# playground; `translate_file`; `fit`'s pairs): a text that is empty once its
+# invisible characters are removed, i.e. made only of characters of these
+# Unicode general categories (or of nothing):
+# - Zs, Zl, Zp and Cc: whitespace (every character of Python's `str.isspace`,
+#   U+00A0, U+3000 and U+2028 included) and control characters (NUL, ...);
+# - Cf, format characters: zero-width space, joiners and non-joiner, word
+#   joiner, soft hyphen, the byte-order mark U+FEFF, the tag characters of
+#   the U+E0000 block;
+# - Mn, nonspacing marks, which can only be alone here (a mark after a letter
+#   makes the text a word): a lone combining accent, the variation selectors
+#   U+FE00-U+FE0F and U+E0100-U+E01EF.
+# Tokenizers would make [UNK] or "▁" of such a text, and the model an invented
+# sentence. (RE2's `\s`, TensorFlow's regex, is ASCII only, and
+# `tf.strings.strip` strips ASCII only: neither is used for this.)
+INVISIBLE_CATEGORIES = ("Zs", "Zl", "Zp", "Cc", "Cf", "Mn")
 
 
 # The same set for TensorFlow's graph (`tf.strings.regex_full_match`): a
-# whole text of blanks (the empty text included).
-BLANK_PATTERN = re2_class(BLANK_CHARACTERS) + "*"
-
+# whole text of invisible characters (the empty text included). RE2 knows the
+# general categories (`\p{Cf}`); its Unicode tables may be newer than Python's
+# `unicodedata`, so the two can differ on characters Python's calls unassigned.
+BLANK_PATTERN = "[" + "".join(f"\\p{{{c}}}" for c in INVISIBLE_CATEGORIES) + "]*"
 
 def is_blank(text):
-    """Whether the str `text` has no words: only `BLANK_CHARACTERS` (or nothing)."""
-    return not text.strip(BLANK_CHARACTERS)
+    """Whether the str `text` has no words: only characters of
+    `INVISIBLE_CATEGORIES` (or nothing). The Python side of
+    `keras_attention.data.tokenizers.is_blank_text` (`BLANK_PATTERN`)."""
+    return all(unicodedata.category(c) in INVISIBLE_CATEGORIES for c in text)
 
 
 # Upper bounds on the sizes a model, its decoding settings and its tokenizers

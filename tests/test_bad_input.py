@@ -11,15 +11,12 @@ a long, varied sentence); the SavedModel door is the shared run's export."""
 import json
 import os
 import shutil
-import sys
 
 import pytest
 import tensorflow as tf
 
 from keras_attention import Translator
-from keras_attention._constants import BLANK_CHARACTERS, is_blank
 from keras_attention.data import train_tokenizers
-from keras_attention.data.tokenizers import is_blank_text
 from keras_attention.models import Transformer
 from tests.helpers import ENGLISH, SPANISH, checksums, untrained_translator
 
@@ -27,7 +24,8 @@ pytestmark = pytest.mark.slow  # builds, converts and decodes whole translators
 
 # Unicode whitespace (U+3000 and U+2028 alone once gave a 319-character
 # "mapa mapa ..." on SentencePiece runs; "\t\n" in CTranslate2), the
-# zero-width spaces, and the empty text.
+# zero-width spaces, and the empty text. (What "blank" means, and its
+# generated variants: tests/translation/test_bad_text.py.)
 BLANKS = ["\u3000", "\u2028", "\t\n", "\u00a0\u0085", "\u200b\ufeff", " \u2029\u2060 ", ""]
 DOORS = ["translator", "keras_hub", "ctranslate2", "saved_model"]
 
@@ -75,19 +73,6 @@ def doors(sentencepiece_translator, request):
         return made[name]
 
     return get
-
-
-def test_blank_is_defined_once_in_python_and_in_the_graph():
-    """`is_blank` (Python) and `is_blank_text` (TensorFlow, the SavedModel's
-    graph) agree: Unicode whitespace (Python's `str.isspace`) and the
-    zero-width spaces, not joiners or letters."""
-    assert {c for c in map(chr, range(sys.maxunicode + 1)) if c.isspace()} < set(
-        BLANK_CHARACTERS)
-    texts = [*BLANK_CHARACTERS, *BLANKS, "a", "\u3000a", "\u200c", "\u180e", "\ufffd", ". "]
-    in_graph = tf.function(is_blank_text)(tf.constant(texts)).numpy().tolist()
-    assert in_graph == [is_blank(t) for t in texts]
-    assert in_graph == [t not in ("a", "\u3000a", "\u200c", "\u180e", "\ufffd", ". ")
-                        for t in texts]
 
 
 @pytest.mark.parametrize("door", DOORS)

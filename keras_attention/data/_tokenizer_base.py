@@ -9,13 +9,19 @@ import tensorflow_text as tf_text
 from keras_attention._constants import END_ID, PAD_ID, START_ID, UNK_ID
 
 FORMAT_VERSION = 1  # of the tokenizers' files (`<prefix>.json`)
+BYTE_ORDER_MARK = "\\x{feff}"  # (RE2)
 
 
 def _normalize(texts, lowercase):
-    """Valid NFC UTF-8: undecodable bytes become U+FFFD instead of failing."""
+    """Valid NFC UTF-8: undecodable bytes become U+FFFD instead of failing,
+    and byte-order marks (U+FEFF) are dropped wherever they stand, so that a
+    text translates the same with or without one at every door (a list given
+    to the Translator, any line of a file, a request to the SavedModel, which
+    runs this in its graph)."""
     texts = tf.strings.unicode_transcode(
         texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
     )
+    texts = tf.strings.regex_replace(texts, BYTE_ORDER_MARK, "")
     texts = tf_text.normalize_utf8(texts, "NFC")
     if lowercase:
         texts = tf_text.case_fold_utf8(texts)

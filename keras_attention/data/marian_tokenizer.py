@@ -51,7 +51,9 @@ class MarianTokenizer(_Tokenizer):
         name: optional module name.
 
     `tokenize` maps a text to the ids of its pieces (a leading `>>xx<<`
-    code first; a piece not in the vocabulary is `[UNK]`), as Hugging Face's
+    code first; a piece not in the vocabulary is `[UNK]`, and so is text
+    that spells a reserved token, "[END]" or "[PAD]": typed text never
+    becomes a control token), as Hugging Face's
     `MarianTokenizer` does before it appends `</s>` (this package's
     `tokenize_with_end` appends `[END]`); `detokenize` joins the pieces as
     SentencePiece does (`"▁"` is a space), keeping `[UNK]` visible.
@@ -79,9 +81,14 @@ class MarianTokenizer(_Tokenizer):
         # Its own shared name, as SentencePieceTokenizer's (see there).
         self._pieces._model_resource = _SharedSentencepieceResource(
             self.model_proto, f"sentencepiece_{uuid.uuid4().hex}")
+        # Pieces -> ids, without the reserved tokens: SentencePiece gives a run
+        # of characters it does not know as one piece of that text ("[END]" in
+        # "a [END] b"), which must read as [UNK], never as a control token.
+        reserved = len(RESERVED_TOKENS)
         self._table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
-                tf.constant(vocabulary), tf.range(len(vocabulary), dtype=tf.int32)),
+                tf.constant(vocabulary[reserved:], tf.string),
+                tf.range(reserved, len(vocabulary), dtype=tf.int32)),
             default_value=UNK_ID)
 
     def tokenize(self, texts):

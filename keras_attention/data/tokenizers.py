@@ -382,16 +382,17 @@ class SentencePieceTokenizer(_Tokenizer):
 def is_blank_text(texts):
     """`texts` (a string tensor) -> bool tensor of the same shape: True where
     a text is empty or blank. The graph side of `keras_attention._constants.
-    is_blank`, with the same characters (`BLANK_CHARACTERS`: Unicode
-    whitespace and zero-width spaces); a core TensorFlow op, which the
-    SavedModel runs too."""
+    is_blank`, with the same definition (`INVISIBLE_CATEGORIES`: whitespace,
+    control and format characters, lone nonspacing marks); a core TensorFlow
+    op, which the SavedModel runs too."""
     return tf.strings.regex_full_match(texts, BLANK_PATTERN)
 
 
 def tokenize_with_end(tokenizer, texts, max_length):
     """What the encoder reads: `texts` `[B]` -> int32 ragged `[B, None]` ids,
     each row cut to its first `max_length - 1` ids (long inputs are
-    truncated, not rejected), then `[END]`: at most `max_length` ids.
+    truncated, not rejected), then `[END]`: at most `max_length` ids
+    (`max_length=None`: every id, uncut, then `[END]`).
 
     TensorFlow ops only, so it runs eagerly, in a `tf.function` and inside
     the exported SavedModel; `.to_tensor()` pads the rows with `[PAD]` (0).
@@ -399,7 +400,9 @@ def tokenize_with_end(tokenizer, texts, max_length):
     (SentencePiece would read blanks as its "▁" piece, a tab as `[UNK]`).
     """
     texts = tf.convert_to_tensor(texts, tf.string)
-    ids = tokenizer.tokenize(texts)[:, : max_length - 1]  # [B, None]; bad UTF-8 -> U+FFFD
+    ids = tokenizer.tokenize(texts)  # [B, None]; bad UTF-8 -> U+FFFD
+    if max_length is not None:
+        ids = ids[:, : max_length - 1]
     blank = is_blank_text(texts)  # [B]
     lengths = tf.where(blank, tf.zeros_like(ids.row_lengths()), ids.row_lengths())
     ids = tf.RaggedTensor.from_tensor(ids.to_tensor(), lengths=lengths)  # blank rows: no ids

@@ -84,6 +84,28 @@ def check_pairs(source, target):
         return tf.identity(source), tf.identity(target)
 
 
+def check_target_lengths(target_ids, max_length):
+    """`target_ids` (ragged `[B, None]`, `[END]` last), once the graph has
+    checked that every row fits the model's `max_length` positions;
+    otherwise InvalidArgument naming the first longer target's index, its
+    length and the limit (`Engine.check_fits`' rule: a target is scored
+    whole, never cut)."""
+    lengths = target_ids.row_lengths()  # [B]
+    too_long = lengths > max_length  # [B]
+    # The first one's index and length (-1 and 0 when none: the batch may be empty).
+    first = tf.concat([tf.where(too_long)[:, 0], [-1]], axis=0)[0]
+    length = tf.concat([tf.boolean_mask(lengths, too_long), [0]], axis=0)[0]
+    check = tf.debugging.Assert(
+        tf.logical_not(tf.reduce_any(too_long)),
+        ["`target` element", first, "is", length,
+         f"target tokens long ([END] included); the model reads at most {max_length} (its "
+         "max_length), and a translation is scored whole, never cut. Shorten it or split "
+         "the sentence."],
+        name="check_target_lengths")
+    with tf.control_dependencies([check]):
+        return tf.ragged.map_flat_values(tf.identity, target_ids)
+
+
 _INTERFACE = ("model", "source_tokenizer", "target_tokenizer", "settings", "search_ids")
 
 
@@ -139,10 +161,12 @@ def _scoring_fn(translator):
             return score_batch(*check_pairs(source, target))
 
     def score_batch(source, target):
-        # Both sides as `Translator.score` tokenizes strings (`forcing.target_ids`):
-        # cut to the model's max_length, [END] last ("" and blank text: [END] alone).
+        # Both sides as `Translator.score` tokenizes strings, [END] last ("" and blank
+        # text: [END] alone): the source cut to the model's max_length, as
+        # `serving_default` reads it; the target whole, or refused (`forcing.target_ids`).
         source_ids = tokenize_with_end(source_tokenizer, source, max_length)  # [B, None]
-        target_ids = tokenize_with_end(target_tokenizer, target, max_length)  # [B, None]
+        target_ids = check_target_lengths(
+            tokenize_with_end(target_tokenizer, target, None), max_length)  # [B, None]
         # At least one column: an empty batch has none, and the forced pass reads the
         # first (every target of a batch has one, its [END]).
         shape = tf.stack([target_ids.nrows(),
@@ -188,7 +212,9 @@ def export_translator(translator, export_dir, version=None, dtype_policy=None,
             `score` is log P(Y|X) / ((5 + |Y|) / 6)^alpha for every beam size
             (greedy included); sources are truncated to the model's
             `max_length`. The `score` signature is `translator.score` on
-            string pairs (both sides tokenized and truncated as it does).
+            string pairs (both sides tokenized as it does: the source
+            truncated, a target longer than `max_length` refused with
+            InvalidArgument naming it).
             For other settings: `translator.with_settings(...)`.
         export_dir: TF Serving's model base path.
         version: the numbered folder (default: the next free number).

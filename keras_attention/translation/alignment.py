@@ -23,7 +23,7 @@ import unicodedata
 import numpy as np
 
 from keras_attention.data.tokenizers import SubwordTokenizer
-from keras_attention.translation.forcing import one_per
+from keras_attention.translation.forcing import target_ids
 
 # Measured (benchmarks/alignment.py): the layer counted from the top (-1:
 # the last decoder block) and the row a target word is read from.
@@ -152,8 +152,9 @@ def align_maps(maps, source_wordpiece, target_wordpiece, layer=DEFAULT_LAYER, he
 def align(translator, sources, targets, layer, heads, position):
     """`Translator.align` on a list of str `sources`: one `WordAlignment`
     each, from one teacher-forced pass of the pair (`Translator.attention`)."""
+    # Given targets are read whole (or refused, naming `targets[i]`), as `score` reads them.
     targets = ([None] * len(sources) if targets is None
-               else one_per(targets, len(sources), "targets", "translations", "translations"))
+               else target_ids(translator.engine, targets, len(sources)))
     model = translator.model
     check_choice(model.num_decoder_layers, model.num_heads, layer, heads, position)
     wordpiece = (is_wordpiece(translator.source_tokenizer),

@@ -283,8 +283,7 @@ def _pair(translator, source, target):
         raise TypeError(f"`source` must be a string; received {type(source).__name__} "
                         f"{source!r:.60}.")
     if target is not None:
-        target = forcing.target_ids(translator.engine, [target], 1,
-                                    translator.model.max_length)[0]
+        target = forcing.one_target(translator.engine, target)
     if is_blank(source):
         return None
     return translator._pair(source, target)

@@ -11,7 +11,9 @@ What it owns:
   `DecodingSettings` value, the number of returned sequences, ...), each a
   `Work` that runs eagerly, as a graph or as XLA programs (below);
 - length bucketing (`Engine.pad`), ids <-> strings (`tokenize`,
-  `detokenize`, `tokens`) and the empty-input rule (`is_empty`);
+  `detokenize`, `tokens`), the empty-input rule (`is_empty`; what is blank
+  is `keras_attention._constants.is_blank`) and the long-target rule
+  (`check_fits`: a given target is read whole or refused, never cut);
 - the one place that turns logits into next-token log-probabilities for the
   tables the inspection tools show (`log_prob_table`); the searches and
   `score` use `keras_attention.decoding`'s, which share its definition
@@ -226,10 +228,13 @@ class Engine:
     def _tokenizer(self, side):
         return self.source_tokenizer if side == "source" else self.target_tokenizer
 
-    def tokenize(self, texts, side="source", limit=None):
+    def tokenize(self, texts, side="source", limit=None, whole=False):
         """`texts` (a list of str) -> one list of ids per text, `[END]` last,
-        at most `limit` (default the model's `max_length`) long."""
-        limit = limit or self.limit
+        at most `limit` (default the model's `max_length`) long: a longer
+        source is cut (`tokenize_with_end`). `whole=True`: every id, uncut
+        (`limit` unused); `check_fits` then says whether the model can read
+        them."""
+        limit = None if whole else limit or self.limit
         key = (side, limit)
         if key not in self._tokenizers:
             tokenizer = self._tokenizer(side)
@@ -239,6 +244,20 @@ class Engine:
         if not len(texts):
             return []
         return self._tokenizers[key](tf.constant(texts)).to_list()
+
+    def check_fits(self, rows, names):
+        """The one rule for a given target (`score`, `align`, `attention`,
+        `attributions`): read whole or refused, never cut. `rows`: id lists,
+        `[END]` included; `names`: each one's name in the caller's arguments
+        (`"targets[3]"`). A ValueError names the first that is longer than
+        the model's positions (`max_length`), its length and the limit."""
+        for row, name in zip(rows, names):
+            if len(row) > self.limit:
+                raise ValueError(
+                    f"`{name}` is {len(row)} target tokens long ([END] included); the model "
+                    f"reads at most {self.limit} (its max_length), and a translation is "
+                    "scored and read whole, never cut. Shorten it or split the sentence.")
+        return rows
 
     def detokenize(self, ids):
         """int `[N, L]` target ids -> N str."""

@@ -41,6 +41,7 @@ import time
 
 import numpy as np
 
+from keras_attention._constants import is_blank
 from keras_attention._io import atomic_write, read_json
 from keras_attention._validation import check_bool, check_positive_int
 from keras_attention.translation.engine import compile_mode
@@ -334,7 +335,8 @@ def _own_chunks(f, src, line, chunk_size, index, count, errors, column):
 
 def source_text(raw, path, line, errors, column):
     """The sentence of the raw line `line` (bytes, 0-based; a BOM dropped on
-    line 0) as str, None when blank."""
+    line 0) as str, None when blank (`is_blank`, the package's one rule: the
+    line is written empty, as the translator would translate it)."""
     if line == 0 and raw.startswith(_BOM):
         raw = raw[len(_BOM):]
     raw = raw.removesuffix(b"\n").removesuffix(b"\r")
@@ -342,13 +344,13 @@ def source_text(raw, path, line, errors, column):
         text = raw.decode("utf-8", errors)
     except UnicodeDecodeError as e:
         raise _not_utf8(path, line + 1, raw[e.start:e.end], e.start) from None
-    if column is not None and text.strip():
+    if column is not None and not is_blank(text):
         fields = text.split("\t")
         if len(fields) <= column:
             raise ValueError(f"{path}: line {line + 1} has {len(fields)} TSV column(s); "
                              f"column={column} (counted from 0) needs at least {column + 1}.")
         text = fields[column]
-    return text if text.strip() else None
+    return None if is_blank(text) else text
 
 
 def _shard_lines(lines, chunk_size, index, count):

@@ -86,26 +86,35 @@ def one_per(values, count, name, item, kinds, per="source", note=""):
     return values
 
 
-def target_ids(engine, targets, count, limit):
+def target_ids(engine, targets, count, name="targets", names=None):
     """Each target of `targets` (a list of `count` str or id lists) as target
-    ids ending with `[END]`, at most `limit` (a str as the search's output
-    would be; an id list as given, `[END]` appended when it has none)."""
-    targets = one_per(targets, count, "targets", "translations",
-                      "translations (str or id lists)")
+    ids, whole (`Engine.check_fits`: one longer than the model's positions
+    is refused, naming `name[i]`, never cut): a str's tokens and `[END]`; an
+    id list as given, `[END]` appended when it has none and there is room (a
+    search that reached the length limit gives `max_length` ids without
+    `[END]`: they are read as they are, as the search scored them). `names`:
+    each target's name in errors (default `name[i]`)."""
+    names = names or [f"{name}[{i}]" for i in range(count)]
+    targets = one_per(targets, count, name, "translations", "translations (str or id lists)")
     texts = [i for i, t in enumerate(targets) if isinstance(t, (str, bytes))]
     rows = [None] * count
     if texts:
-        tokenized = engine.tokenize(as_sentences([targets[i] for i in texts], "targets"),
-                                    "target", limit)
+        tokenized = engine.tokenize(as_sentences([targets[i] for i in texts], name),
+                                    "target", whole=True)
         for i, row in zip(texts, tokenized):
             rows[i] = row
     for i, target in enumerate(targets):
         if rows[i] is None:
-            ids = _vocabulary_ids(engine.target_tokenizer, target, f"targets[{i}]")
-            if not ids or ids[-1] != END_ID:
-                ids = ids[: limit - 1] + [END_ID]
-            rows[i] = ids[:limit]
-    return rows
+            ids = _vocabulary_ids(engine.target_tokenizer, target, names[i])
+            if not ids or (ids[-1] != END_ID and len(ids) < engine.limit):
+                ids = ids + [END_ID]
+            rows[i] = ids
+    return engine.check_fits(rows, names)
+
+
+def one_target(engine, target, name="target"):
+    """`target_ids` of one target (a str or an id list), named `name`."""
+    return target_ids(engine, [target], 1, name, [name])[0]
 
 
 def prefix_ids(engine, prefixes, count, output_length):
@@ -125,7 +134,7 @@ def prefix_ids(engine, prefixes, count, output_length):
             continue
         if isinstance(prefix, (str, bytes)):
             ids = engine.tokenize(as_sentences([prefix], name), "target",
-                                  output_length + 1)[0][:-1]  # without [END]
+                                  whole=True)[0][:-1]  # without [END]
             if UNK_ID in ids:
                 raise ValueError(f"`{name}`={prefix!r:.80} has a word the target vocabulary "
                                  "does not know (it tokenizes to [UNK]); a prefix must be "
@@ -163,8 +172,7 @@ def score(translator, sources, targets, batch_size=64, verbose="auto"):
     if verbose == "auto":
         verbose = int(len(sources) > batch_size)
     engine = translator.engine
-    limit = engine.limit
-    targets = target_ids(engine, targets, len(sources), limit)
+    targets = target_ids(engine, targets, len(sources))
     if not sources:
         return []
     source_rows = engine.tokenize(sources)
@@ -227,5 +235,5 @@ def alternatives(translator, source, prefix=None, k=5, temperature=1.0):
             for token, t in zip(tokens, order)]
 
 
-__all__ = ["Alternative", "TargetScore", "alternatives", "one_per", "prefix_ids", "score",
-           "target_ids"]
+__all__ = ["Alternative", "TargetScore", "alternatives", "one_per", "one_target", "prefix_ids",
+           "score", "target_ids"]

@@ -251,7 +251,11 @@ class Translator:
             sources: a list of str.
             targets: one translation per source: a str (tokenized as the
                 search's output is) or a list of target ids (e.g. a
-                `search(...)`'s `ids`; `[END]` appended if it has none).
+                `search(...)`'s `ids`; `[END]` appended if it has none and
+                there is room). A target is scored whole: one longer than
+                the model's `max_length` (`[END]` included) is refused with
+                a ValueError naming it, its length and the limit; a source
+                is cut to `max_length`, as `translate` reads it.
             batch_size, verbose: as in `translate`.
 
         Returns:
@@ -356,7 +360,9 @@ class Translator:
         Args:
             sources: a list of str.
             targets: None (each source's own translation, by this
-                translator's search) or one translation (str) per source.
+                translator's search) or one translation (a str or target
+                ids) per source, read whole as `score` reads it (one longer
+                than the model's `max_length` is refused, named).
             layer: the decoder block whose cross-attention is read (an
                 index; negative from the top) or `"mean"` (all of them).
                 The default, the last block, had the lowest alignment error
@@ -405,26 +411,19 @@ class Translator:
 
     def _pair(self, text, target):
         """`(source_ids, target_ids, input_ids)` of a teacher-forced pass: the
-        first two end with `[END]` (an own translation cut at the length
-        limit gets one); the decoder reads `[START]` + all but the last
-        target token."""
+        source as `translate` reads it (cut to `max_length`), the target whole
+        (`forcing.one_target`: `[END]` last, or `max_length` ids that reached
+        the length limit; a longer one is refused); the decoder reads
+        `[START]` + all but the last target token."""
         if not isinstance(text, str):
             raise TypeError(f"`text` must be a string; received {type(text).__name__} "
                             f"{text!r:.60}.")
-        limit = self.model.max_length
         source_ids = self.engine.tokenize([text])[0]
         if target is None:  # `translate([text])`'s search; its ids (no subword strings)
-            target_ids = self._search([text], 64, 0, None, {})[2][0]
-        elif isinstance(target, str):
-            target_ids = self.engine.tokenize([target], "target")[0]
-        else:
-            target_ids = [int(t) for t in target]
-            size = self.target_tokenizer.vocabulary_size
-            if any(not 0 < t < size for t in target_ids):
-                raise ValueError(f"`target` ids must be in [1, {size}); received "
-                                 f"{target_ids!r:.80}.")
-        if not target_ids or target_ids[-1] != END_ID:  # hit the length limit
-            target_ids = target_ids[: limit - 1] + [END_ID]
+            target = self._search([text], 64, 0, None, {})[2][0]
+        elif not isinstance(target, (str, bytes)):
+            target = list(target)
+        target_ids = forcing.one_target(self.engine, target)
         return source_ids, target_ids, [START_ID] + target_ids[:-1]
 
     def _tokens(self, tokenizer, ids):
