@@ -81,6 +81,15 @@ def test_the_presets_are_listed_with_their_metadata():
             assert (f"| {test['test_set']} | {test['sentences']:,} | {test['bleu']} | "
                     f"{test['chrf']} | {published['bleu']} | {published['chrf']} |") in purpose
             assert test["bleu_signature"] in purpose and published["model"] in purpose
+    # The README says the same in a sentence, with the same figures.
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    tests = [t for name in NAMES for t in presets[name]["general_domain_tests"]]
+    ours = sorted(round(t["bleu"]) for t in tests)
+    theirs = sorted(int(t["published"]["bleu"]) for t in tests)
+    assert "for learning and looking inside, not for production" in readme
+    assert (f"they score {ours[0]} to {ours[-1]} BLEU, where OPUS-MT scores {theirs[0]} to "
+            f"{theirs[-1]} (FLORES-200 devtest, NTREX-128)") in readme
+    assert 'For real text, convert an OPUS-MT model' in readme
     presets[NAMES[0]]["path"] = "changed"  # a copy: the registry is unchanged
     assert Translator.presets[NAMES[0]]["path"] == preset_path(NAMES[0])
 
@@ -352,7 +361,7 @@ def test_package_makes_a_preset_with_its_card_from_a_run(tiny_run, tmp_path):
     for _ in range(2):
         zoo.main(general_argv)
     zoo.main([*general_argv[:5], str(ref_a), "--test-set", "one reference",
-              *general_argv[8:]])
+              *general_argv[9:]])
     tests = Translator.from_preset(str(folder)).metadata["zoo"]["general_domain_tests"]
     assert [t["test_set"] for t in tests] == ["two news sentences", "one reference"]
     assert [t["references"] for t in tests] == [2, 1]

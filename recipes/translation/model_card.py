@@ -116,15 +116,16 @@ def purpose_section(name, source, target, tests=()):
             f"| {t['published']['bleu']} | {t['published']['chrf']} |" for t in tests)
         models = sorted({t["published"]["model"] for t in tests})
         sources = sorted({t["published"]["source"] for t in tests})
-        signatures = sorted({f"BLEU `{t['bleu_signature']}`, chrF `{t['chrf_signature']}`"
-                             for t in tests})
+        signatures = "; ".join(f"{t['test_set']}: BLEU `{t['bleu_signature']}`, chrF "
+                               f"`{t['chrf_signature']}` (OPUS-MT's BLEU: "
+                               f"`{t['published']['bleu_signature']}`)" for t in tests)
         scores = (
             "falls far behind OPUS-MT on general-domain text (news, Wikipedia), decoded as "
             "shipped:\n\n"
             f"| test set | sentences | {name} BLEU | chrF | OPUS-MT BLEU | chrF |\n"
             f"| --- | --- | --- | --- | --- | --- |\n{rows}\n\n"
-            f"OPUS-MT: {', '.join(models)} (published: {'; '.join(sources)}). Signatures: "
-            f"{'; '.join(signatures)}. Sources longer than the model's "
+            f"OPUS-MT: {', '.join(models)}, as published in {'; '.join(sources)}. sacreBLEU "
+            f"signatures: {signatures}. Sources longer than the model's "
             "longest sentence (see Model) are cut to fit.")
     return PURPOSE_SECTION.format(heading=PURPOSE_HEADING, name=name, scores=scores,
                                   source=source, target=target)
@@ -178,10 +179,12 @@ def public_test_section(name, entry, weights):
 
 def with_section(card, section, heading, before="## Limits"):
     """`card` with the section that starts at `heading` replaced by `section`
-    (or, when it has none, `section` inserted before `before`)."""
+    (or, when it has none, `section` inserted before `before`). The section
+    ends at the next heading or at `before`, whichever comes first."""
     start = card.find(heading)
     if start >= 0:
-        end = card.find("\n## ", start + len(heading))
+        ends = [card.find(mark, start + len(heading)) for mark in ("\n## ", "\n" + before)]
+        end = min((e for e in ends if e >= 0), default=-1)
         return card[:start] + section + (card[end + 1:] if end >= 0 else "")
     at = card.find(before)
     return card[:at] + section + card[at:] if at >= 0 else card.rstrip("\n") + "\n\n" + section
