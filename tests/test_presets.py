@@ -59,6 +59,37 @@ def test_the_presets_are_listed_with_their_metadata():
         with open(os.path.join(info["path"], "README.md"), encoding="utf-8") as f:
             card = f.read()
         assert f"| {name} | {public['bleu']} | {public['chrf']} |" in card
+        # What it is for, first: learning and looking inside, not production,
+        # with its general-domain scores beside OPUS-MT's published ones on
+        # the same files (`zoo.py general-test`), and the converter for real text.
+        general = {t["test_set"].split(",")[0]: t for t in info["general_domain_tests"]}
+        assert sorted(general) == ["FLORES-200 devtest", "NTREX-128"]
+        assert card.index(zoo.general_test.PURPOSE_HEADING) < card.index("```python")
+        purpose = card[card.index(zoo.general_test.PURPOSE_HEADING):card.index("```python")]
+        assert "not a production" in purpose and "hf://Helsinki-NLP/opus-mt-" in purpose
+        for test in general.values():
+            assert test["test_set"].endswith(", eng-spa" if name.endswith("en_es") else ", spa-eng")
+            assert test["sentences"] == {"FLORES-200 devtest": 1012,
+                                         "NTREX-128": 1997}[test["test_set"].split(",")[0]]
+            published = test["published"]
+            # the same references and tokenization as the published figure
+            assert test["bleu_signature"].split("|")[:5] == \
+                published["bleu_signature"].split("|")[:5]
+            assert "nc:6" in test["chrf_signature"] and 0 < test["bleu"] < published["bleu"]
+            assert 0 < test["chrf"] < published["chrf"] <= 100
+            assert published["source"].startswith("https://github.com/Helsinki-NLP/OPUS-MT-")
+            assert (f"| {test['test_set']} | {test['sentences']:,} | {test['bleu']} | "
+                    f"{test['chrf']} | {published['bleu']} | {published['chrf']} |") in purpose
+            assert test["bleu_signature"] in purpose and published["model"] in purpose
+    # The README says the same in a sentence, with the same figures.
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    tests = [t for name in NAMES for t in presets[name]["general_domain_tests"]]
+    ours = sorted(round(t["bleu"]) for t in tests)
+    theirs = sorted(int(t["published"]["bleu"]) for t in tests)
+    assert "for learning and looking inside, not for production" in readme
+    assert (f"they score {ours[0]} to {ours[-1]} BLEU, where OPUS-MT scores {theirs[0]} to "
+            f"{theirs[-1]} (FLORES-200 devtest, NTREX-128)") in readme
+    assert 'For real text, convert an OPUS-MT model' in readme
     presets[NAMES[0]]["path"] = "changed"  # a copy: the registry is unchanged
     assert Translator.presets[NAMES[0]]["path"] == preset_path(NAMES[0])
 
@@ -312,3 +343,65 @@ def test_package_makes_a_preset_with_its_card_from_a_run(tiny_run, tmp_path):
     assert "| a big model (published) | 57.2 | 73.9 |" in section
     assert "On the 1 of its 2 pairs" in section and "subset" in section
     assert sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp")) == []
+    # `zoo.py general-test`: plain-text files (sources, one or more reference
+    # files); the scores, beside the published figure, go into the metadata
+    # and the card's first section; a rerun of a test set replaces its entry.
+    assert card.index(zoo.general_test.PURPOSE_HEADING) < card.index("```python")
+    assert "not a production" in card and "has not been scored" in card
+    source, ref_a, ref_b = (tmp_path / n for n in ("src.txt", "a.txt", "b.txt"))
+    source.write_text("The red book is on the table.\nWhere is the cat?\n", encoding="utf-8")
+    ref_a.write_text("El libro rojo está sobre la mesa.\n¿Dónde está el gato?\n",
+                     encoding="utf-8")
+    ref_b.write_text("El libro rojo está en la mesa.\n¿Dónde está la gata?\n", encoding="utf-8")
+    general_argv = ["general-test", str(folder), "--source", str(source), "--references",
+                    str(ref_a), str(ref_b), "--test-set", "two news sentences",
+                    "--published-model", "a big model", "--published-bleu", "42.4",
+                    "--published-chrf", "65.46", "--published-signature", "nrefs:2|...",
+                    "--published-source", "its leaderboard"]
+    for _ in range(2):
+        zoo.main(general_argv)
+    zoo.main([*general_argv[:5], str(ref_a), "--test-set", "one reference",
+              *general_argv[9:]])
+    tests = Translator.from_preset(str(folder)).metadata["zoo"]["general_domain_tests"]
+    assert [t["test_set"] for t in tests] == ["two news sentences", "one reference"]
+    assert [t["references"] for t in tests] == [2, 1]
+    assert tests[0]["bleu_signature"].startswith("nrefs:2|") and tests[0]["sentences"] == 2
+    assert tests[1]["bleu_signature"].startswith("nrefs:1|")
+    assert tests[0]["published"] == {"model": "a big model", "bleu": 42.4, "chrf": 65.46,
+                                     "bleu_signature": "nrefs:2|...",
+                                     "source": "its leaderboard"}
+    card = (folder / "README.md").read_text(encoding="utf-8")
+    assert card.count(zoo.general_test.PURPOSE_HEADING) == 1 and "has not been scored" not in card
+    purpose = card[card.index(zoo.general_test.PURPOSE_HEADING):card.index("```python")]
+    for test in tests:
+        assert (f"| {test['test_set']} | 2 | {test['bleu']} | {test['chrf']} | 42.4 | 65.46 |"
+                in purpose)
+    assert card.count(zoo.PUBLIC_TEST_HEADING) == 1  # the other sections are kept
+
+
+@pytest.mark.backend_independent
+@pytest.mark.parametrize("files, message", [
+    ({"src": "a\nb\n", "ref": "a\n"}, "has 1 lines but .* has 2"),
+    ({"src": "a\nb\nc\n", "ref": "a\nb\n"}, "has 2 lines but .* has 3"),
+    ({"src": "a\n\nb\n", "ref": "a\nb\nc\n"}, r"empty lines \[2\]"),
+    ({"src": "a\nb\n", "ref": "a\n \n"}, r"empty lines \[2\]"),
+    ({"src": "", "ref": ""}, "no lines"),
+])
+def test_general_test_refuses_files_that_do_not_line_up(tmp_path, files, message):
+    """`zoo.py general-test` reads its plain-text files before translating:
+    a reference file of another length, or an empty line (which would shift
+    every sentence after it), is a ValueError naming the file; the preset's
+    metadata and card are left as they were."""
+    folder = tmp_path / "preset"
+    folder.mkdir()
+    (folder / "metadata.json").write_text("{}", encoding="utf-8")
+    (folder / "README.md").write_text("# card\n", encoding="utf-8")
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=message):
+        zoo.main(["general-test", str(folder), "--source", str(tmp_path / "src"),
+                  "--references", str(tmp_path / "ref"), "--test-set", "t",
+                  "--published-model", "m", "--published-bleu", "1", "--published-chrf", "1",
+                  "--published-signature", "s", "--published-source", "x"])
+    assert (folder / "metadata.json").read_text(encoding="utf-8") == "{}"
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "metadata.json"]

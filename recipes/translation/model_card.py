@@ -1,6 +1,8 @@
 """The text of a shipped preset's model card (`README.md`, in keras-hub /
-Hugging Face card style), which `zoo.py package` writes, and its section on a
-public test set, which `zoo.py public-test` adds or replaces."""
+Hugging Face card style), which `zoo.py package` writes; its section on a
+public test set, which `zoo.py public-test` adds or replaces; and its first
+section, what the preset is for, with the general-domain scores that
+`zoo.py general-test` adds."""
 
 MODEL_CARD = """\
 ---
@@ -15,7 +17,7 @@ tags: [keras, keras-hub, keras_attention, translation, transformer, tatoeba]
 
 {description}
 
-```python
+{purpose}```python
 from keras_attention import Translator
 
 translator = Translator.from_preset("{name}")  # shipped with the package: offline
@@ -84,6 +86,51 @@ changed BLEU by {bleu_delta:+.2f}.
 """
 
 
+PURPOSE_HEADING = "## What it is for"
+PURPOSE_SECTION = """\
+{heading}
+
+Learning and looking inside: a Transformer small enough to read, every head's attention
+on real sentences in the playground (`python3 run.py playground --preset {name}`), and
+small experiments (fine-tuning, decoding settings, precision). It is **not a production
+translator**: trained on Tatoeba's short everyday sentences, it {scores}
+
+For real text, use an OPUS-MT model through the package's Marian converter:
+`Translator.from_preset("hf://Helsinki-NLP/opus-mt-{source}-{target}")` (the package's
+`docs/hugging_face.md`).
+
+"""
+
+
+def purpose_section(name, source, target, tests=()):
+    """The model card's first section: what the preset is for (learning, the
+    playground, small experiments; not production) and, for each entry of
+    `tests` (metadata's `zoo.general_domain_tests`, of `zoo.py general-test`),
+    its general-domain scores beside OPUS-MT's published ones."""
+    if not tests:
+        scores = ("has not been scored on general-domain text (`zoo.py general-test`); "
+                  "expect it to fall far behind OPUS-MT there.")
+    else:
+        rows = "\n".join(
+            f"| {t['test_set']} | {t['sentences']:,} | {t['bleu']} | {t['chrf']} "
+            f"| {t['published']['bleu']} | {t['published']['chrf']} |" for t in tests)
+        models = sorted({t["published"]["model"] for t in tests})
+        sources = sorted({t["published"]["source"] for t in tests})
+        signatures = "; ".join(f"{t['test_set']}: BLEU `{t['bleu_signature']}`, chrF "
+                               f"`{t['chrf_signature']}` (OPUS-MT's BLEU: "
+                               f"`{t['published']['bleu_signature']}`)" for t in tests)
+        scores = (
+            "falls far behind OPUS-MT on general-domain text (news, Wikipedia), decoded as "
+            "shipped:\n\n"
+            f"| test set | sentences | {name} BLEU | chrF | OPUS-MT BLEU | chrF |\n"
+            f"| --- | --- | --- | --- | --- | --- |\n{rows}\n\n"
+            f"OPUS-MT: {', '.join(models)}, as published in {'; '.join(sources)}. sacreBLEU "
+            f"signatures: {signatures}. Sources longer than the model's "
+            "longest sentence (see Model) are cut to fit.")
+    return PURPOSE_SECTION.format(heading=PURPOSE_HEADING, name=name, scores=scores,
+                                  source=source, target=target)
+
+
 PUBLIC_TEST_HEADING = "## On a public test set"
 PUBLIC_TEST_SECTION = """\
 {heading}: {test_set}
@@ -132,10 +179,12 @@ def public_test_section(name, entry, weights):
 
 def with_section(card, section, heading, before="## Limits"):
     """`card` with the section that starts at `heading` replaced by `section`
-    (or, when it has none, `section` inserted before `before`)."""
+    (or, when it has none, `section` inserted before `before`). The section
+    ends at the next heading or at `before`, whichever comes first."""
     start = card.find(heading)
     if start >= 0:
-        end = card.find("\n## ", start + len(heading))
+        ends = [card.find(mark, start + len(heading)) for mark in ("\n## ", "\n" + before)]
+        end = min((e for e in ends if e >= 0), default=-1)
         return card[:start] + section + (card[end + 1:] if end >= 0 else "")
     at = card.find(before)
     return card[:at] + section + card[at:] if at >= 0 else card.rstrip("\n") + "\n\n" + section

@@ -21,7 +21,12 @@ around the training recipe:
            signature, the training command) and a model card;
   public-test
            a preset -> its scores on a public test set, beside a published
-           model's, in its metadata and model card.
+           model's, in its metadata and model card;
+  general-test
+           a preset -> its scores on a general-domain test set (FLORES-200,
+           NTREX-128: plain-text files), beside OPUS-MT's, in its metadata and
+           its card's first section, which says what the preset is for
+           (recipes/translation/general_test.py).
 
 How the shipped en-es and es-en presets were made (the commands and curves:
 benchmarks/results/*-zoo-*.json):
@@ -36,6 +41,8 @@ benchmarks/results/*-zoo-*.json):
       --name tatoeba_en_es --output-dir keras_attention/presets
   python recipes/translation/zoo.py public-test tatoeba_en_es \\
       --tsv tatoeba-test-v2021-08-07.eng-spa.tsv --train-tsv zoo-data/train.tsv ...
+  python recipes/translation/zoo.py general-test tatoeba_en_es \\
+      --source flores200-devtest.eng --references flores200-devtest.spa ...
 """
 
 import argparse
@@ -53,11 +60,13 @@ import unicodedata
 if not __package__:  # run as a file, not with `python -m recipes.translation.zoo`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
+from recipes.translation import general_test  # noqa: E402
 from recipes.translation.model_card import (  # noqa: E402
     MODEL_CARD,
     PUBLIC_TEST_HEADING,
     decoding_choice,
     public_test_section,
+    purpose_section,
     with_section,
 )
 
@@ -335,7 +344,8 @@ def package_command(args):
         card = MODEL_CARD.format(
             name=args.name, source=args.source, target=args.target,
             source_name=args.source_name, target_name=args.target_name,
-            description=args.description, example=example,
+            description=args.description, purpose=purpose_section(args.name, args.source,
+                                                                  args.target), example=example,
             example_translation=shipped.translate([example], verbose=0)[0],
             layers=config["num_encoder_layers"], d_model=config["d_model"],
             heads=config["num_heads"], ff=config["intermediate_dim"],
@@ -422,21 +432,9 @@ def read_decoding_choice(path):
 # -- public-test -----------------------------------------------------------------------
 
 def public_test_command(args):
-    from keras_attention.presets import preset_path
     from keras_attention.translation import Translator
 
-    folder = preset_path(args.preset)
-    metadata_file = os.path.join(folder, "metadata.json")
-    if not os.path.isfile(metadata_file):
-        raise FileNotFoundError(f"{args.preset!r} is not a preset folder (no metadata.json); "
-                                "expected a shipped preset's name or a folder of "
-                                "`zoo.py package`.")
-    # The files it rewrites are read before the minutes of scoring.
-    with open(metadata_file, encoding="utf-8") as f:
-        metadata = json.load(f)
-    readme = os.path.join(folder, "README.md")
-    with open(readme, encoding="utf-8") as f:
-        card = f.read()
+    folder, metadata, card = general_test.read_preset_card(args.preset)
     pairs = read_tsv_pairs(args.tsv, tuple(args.columns))
     training = read_tsv_pairs(args.train_tsv, tuple(args.train_columns))
     clean = without_shared_sentences(pairs, sentence_keys(training))
@@ -454,8 +452,7 @@ def public_test_command(args):
     card = with_section(card, public_test_section(
         os.path.basename(os.path.normpath(folder)), entry, zoo.get("weights", "float32")),
         PUBLIC_TEST_HEADING)
-    write_text(metadata_file, json.dumps(metadata, indent=2))
-    write_text(readme, card)
+    general_test.write_preset_card(folder, metadata, card)
     print(json.dumps(entry, indent=2))
 
 
@@ -567,14 +564,9 @@ def main(argv=None):
                         metavar=("A", "B"), help="sentence columns of --train-tsv")
     public.add_argument("--test-set", required=True,
                         help="the test set's name and version, for the card")
-    public.add_argument("--published-model", required=True, help="the published model's name")
-    public.add_argument("--published-bleu", type=float, required=True,
-                        help="its published BLEU on the same file")
-    public.add_argument("--published-chrf", type=float, required=True,
-                        help="its published chrF (0-100) on the same file")
-    public.add_argument("--published-source", required=True,
-                        help="where the published figures are")
+    general_test.add_published_arguments(public)
     public.set_defaults(run=public_test_command)
+    general_test.add_parser(commands, argparse.ArgumentDefaultsHelpFormatter)
     args = parser.parse_args(argv)
     args.run(args)
 
