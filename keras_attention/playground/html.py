@@ -4,16 +4,15 @@ so it opens offline, from a file or in a notebook."""
 
 import json
 import os
-import re
 
 from keras_attention.playground.analysis import analyze
+from keras_attention.playground.bundle import bundle
 from keras_attention.playground.server import STATIC_DIR
 
 _STYLESHEET = '<link rel="stylesheet" href="static/playground.css">'
-_SCRIPT = '<script src="static/playground.js"></script>'
-# Every script of the page (playground.js first, then one file per added
-# view, each listening for playground.js's "playground:response" event).
-_SCRIPTS = re.compile(r'<script src="static/([A-Za-z0-9_-]+\.js)"></script>')
+# The page's entry module: it imports every view's module (static/*.js), inlined
+# here as one classic script (`bundle`).
+_SCRIPT = '<script type="module" src="static/playground.js"></script>'
 
 
 def _read(name):
@@ -46,7 +45,6 @@ def attention_html(translator, text, target=None, beam_size=None):
                 + json.dumps(data, ensure_ascii=False).replace("<", "\\u003c") + "</script>\n")
     page = page.replace(_STYLESHEET, "<style>\n" + _read("playground.css").replace(
         "</style", "<\\/style") + "\n</style>")
-    # The data first: the scripts read it when they run.
-    page = _SCRIPTS.sub(lambda m: "<script>\n" + _script_safe(_read(m.group(1))) + "\n</script>",
-                        page)
-    return page.replace("<script>\n", embedded + "<script>\n", 1)
+    # The data first: the script reads it when it runs.
+    script = _script_safe(bundle(STATIC_DIR, "playground.js"))
+    return page.replace(_SCRIPT, embedded + "<script>\n" + script + "</script>")

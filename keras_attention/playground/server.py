@@ -1,16 +1,16 @@
 """The playground's local web server: the page, its assets and the JSON API.
 
 Standard library only (`http.server`): `GET /` (the page), `GET /static/<file>`
-(its CSS and JavaScript, from this package's `static/` folder and nothing
-else), `GET /api/info`, `POST /api/translate` (see `analysis.analyze`) and
-`POST /api/alternatives` (what else the model could have said at each
-position of a translation: `analysis.next_tokens`).
-`GET /api/checkpoints` and `POST /api/checkpoint_attention`: a training
-run's checkpoints and one checkpoint's attention (`checkpoint_view`).
-`POST /api/beam_tree`: the beam search of one sentence as a tree of kept,
-finished and pruned hypotheses (`beam_view.beam_tree_answer`).
-`POST /api/attributions`: raw attention, attention rollout and input ×
-gradient of one pair (`attribution_view.attributions_answer`).
+(its CSS and JavaScript modules, from this package's `static/` folder and
+nothing else) and the JSON API of `routes.ROUTES`: `GET /api/info`,
+`POST /api/translate` (see `analysis.analyze`), `POST /api/alternatives`
+(what else the model could have said at each position of a translation:
+`analysis.next_tokens`), `GET /api/checkpoints` and
+`POST /api/checkpoint_attention` (a training run's checkpoints and one
+checkpoint's attention: `checkpoint_view`), `POST /api/beam_tree` (the beam
+search of one sentence as a tree: `beam_view.beam_tree_answer`) and
+`POST /api/attributions` (raw attention, attention rollout and input ×
+gradient of one pair: `attribution_view.attributions_answer`).
 Bad requests get a 4xx answer `{"error": "..."}` that names the problem (also
 http.server's own refusals: a bad request line, an unknown method); the
 server keeps serving. `HEAD` answers as `GET` without the body; `OPTIONS`
@@ -36,19 +36,21 @@ from keras_attention.playground.analysis import (
     MAX_TOP_K,
     analyze,
     model_info,
-    next_tokens,
 )
-from keras_attention.playground.attribution_view import attributions_answer
-from keras_attention.playground.beam_view import beam_tree_answer
-from keras_attention.playground.checkpoint_view import (
-    CheckpointTranslators,
-    checkpoint_attention,
-)
+from keras_attention.playground.checkpoint_view import CheckpointTranslators
 from keras_attention.playground.page_info import (
     EXAMPLE,
     EXAMPLES,
     model_scores,
     source_language,
+)
+from keras_attention.playground.routes import (
+    _ENDPOINT_LIST,
+    _POST_LIST,
+    _ROUTES,
+    RequestError,
+    _allowed,
+    _check_fields,
 )
 
 STATIC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
@@ -62,48 +64,6 @@ REQUEST_DEADLINE = 60
 _CONTENT_TYPES = {".html": "text/html; charset=utf-8", ".css": "text/css; charset=utf-8",
                   ".js": "text/javascript; charset=utf-8", ".png": "image/png",
                   ".svg": "image/svg+xml", ".ico": "image/x-icon"}
-# Each POST endpoint's fields, those it requires (with what they are), and
-# an example body.
-_ENDPOINTS = {
-    "/api/translate": (
-        {"text", "beam_size", "target", "target_prefix", "top_k", "temperature"},
-        {"text": "the sentence to translate"}, f'{{"text": "{EXAMPLE}", "beam_size": 4}}'),
-    "/api/alternatives": (
-        {"text", "target_ids", "top_k", "temperature"},
-        {"text": "the source sentence", "target_ids": "the translation (an /api/translate "
-         "answer's `target_ids`) whose positions to explain"},
-        f'{{"text": "{EXAMPLE}", "target_ids": [5, 9, 3], "temperature": 2}}'),
-    "/api/checkpoint_attention": (
-        {"text", "step", "target"},
-        {"text": "the source sentence", "step": "the training step of one of the run's "
-         "checkpoints (GET /api/checkpoints)"},
-        f'{{"text": "{EXAMPLE}", "step": 400, "target": "El libro rojo está sobre la mesa."}}'),
-    "/api/attributions": (
-        {"text", "target"},
-        {"text": "the source sentence"},
-        f'{{"text": "{EXAMPLE}", "target": "El libro rojo está sobre la mesa."}}'),
-    "/api/beam_tree": (
-        {"text", "beam_size"}, {"text": "the sentence whose beam search to show"},
-        f'{{"text": "{EXAMPLE}", "beam_size": 4}}'),
-}
-_POST_LIST = ", ".join(list(_ENDPOINTS)[:-1]) + " or " + list(_ENDPOINTS)[-1]
-def _allowed(path):
-    """The methods `path` answers (`*`: the server's), for Allow headers."""
-    return ("POST, OPTIONS" if path in _ENDPOINTS else
-            "GET, HEAD, POST, OPTIONS" if path == "*" else "GET, HEAD, OPTIONS")
-
-
-_ENDPOINT_LIST = ("GET /api/info, GET /api/checkpoints, "
-                  + ", ".join(f"POST {path}" for path in list(_ENDPOINTS)[:-1])
-                  + f" and POST {list(_ENDPOINTS)[-1]}")
-
-
-class RequestError(Exception):
-    """An HTTP error answer: `status` and a message for `{"error": ...}`."""
-
-    def __init__(self, status, message):
-        super().__init__(message)
-        self.status = status
 
 
 class PlaygroundServer:
@@ -264,55 +224,20 @@ class PlaygroundServer:
         return body, _CONTENT_TYPES.get(os.path.splitext(name)[1], "application/octet-stream")
 
     def translate(self, request):
-        """The `/api/translate` answer for a decoded JSON request."""
-        self._check_fields("/api/translate", request)
+        """The `/api/translate` answer for a decoded JSON request (its fields checked)."""
         answer = self._run_shared(analyze, request["text"], request.get("beam_size"),
-                           request.get("target"), request.get("target_prefix"),
-                           request.get("top_k"), request.get("temperature"))
+                                  request.get("target"), request.get("target_prefix"),
+                                  request.get("top_k"), request.get("temperature"))
         answer["model"] = self.info["model"]  # with its name
         return answer
 
-    def alternatives(self, request):
-        """The `/api/alternatives` answer for a decoded JSON request."""
-        self._check_fields("/api/alternatives", request)
-        return self._run_shared(next_tokens, request["text"], request["target_ids"],
-                         request.get("top_k"), request.get("temperature"))
-
-    def checkpoint_attention(self, request):
-        """The `/api/checkpoint_attention` answer for a decoded JSON request."""
-        self._check_fields("/api/checkpoint_attention", request)
-        # The model lock as every request, but the checkpoint's translator, not the served one.
-        return self._run(lambda _, *args: checkpoint_attention(self.checkpoints, *args),
-                         request["text"], request["step"], request.get("target"),
-                         self.info["model"]["name"])
-
-    def beam_tree(self, request):
-        """The `/api/beam_tree` answer for a decoded JSON request."""
-        self._check_fields("/api/beam_tree", request)
-        return self._run_shared(beam_tree_answer, request["text"], request.get("beam_size"))
-
-    def answer(self, path, request):
-        """The answer of the POST endpoint at `path` (a key of `_ENDPOINTS`)."""
-        if path == "/api/beam_tree":
-            return self.beam_tree(request)
-        if path == "/api/checkpoint_attention":
-            return self.checkpoint_attention(request)
-        if path == "/api/attributions":
-            self._check_fields(path, request)
-            return self._run(attributions_answer, request["text"], request.get("target"))
-        return self.translate(request) if path == "/api/translate" else self.alternatives(request)
-
-    def _check_fields(self, path, request):
-        fields, required, example = _ENDPOINTS[path]
-        if not isinstance(request, dict):
-            raise RequestError(400, f"The request body must be a JSON object such as {example}; "
-                               f"received a {type(request).__name__}.")
-        unknown = sorted(set(request) - fields)
-        if unknown:
-            raise RequestError(400, f"Unknown field(s) {unknown}; expected {sorted(fields)}.")
-        for name, meaning in required.items():
-            if name not in request:
-                raise RequestError(400, f'The request has no "{name}": {meaning}.')
+    def answer(self, path, request=None, method="POST"):
+        """The answer of the endpoint `method` `path` (a route of `ROUTES`) to
+        `request` (a POST's decoded JSON body), its fields checked first."""
+        route = _ROUTES[method, path]
+        if method == "POST":
+            _check_fields(route, request)
+        return route.handler(self, request)
 
     def _run(self, function, *args):
         """`function(translator, *args)` with the model to itself (what
@@ -407,11 +332,9 @@ def _handler(playground):
             self._request_read()
             path = self.path.split("?", 1)[0]
             try:
-                if path == "/api/info":
-                    self._send_json(200, playground.info)
-                elif path == "/api/checkpoints":
-                    self._send_json(200, playground.checkpoints.listing())
-                elif path in _ENDPOINTS:
+                if ("GET", path) in _ROUTES:
+                    self._send_json(200, playground.answer(path, method="GET"))
+                elif ("POST", path) in _ROUTES:
                     raise RequestError(405, f"GET is not supported by {path}: POST a JSON body "
                                        'such as {"text": "..."}.')
                 elif path.startswith("/api/"):
@@ -427,7 +350,7 @@ def _handler(playground):
             start = time.perf_counter()
             path = self.path.split("?", 1)[0]
             try:
-                if path not in _ENDPOINTS:
+                if ("POST", path) not in _ROUTES:
                     self._discard_body()  # keep the connection's next request readable
                     raise RequestError(404 if path.startswith("/api/") else 405,
                                        f"POST goes to {_POST_LIST}, not {path!r}.")

@@ -15,6 +15,8 @@ this machine (no network).
 Examples:
   python recipes/translation/playground.py --workdir runs/translation
   python3 run.py playground --preset tatoeba_en_es    # a translator shipped with the package
+  python3 run.py playground --preset opus-mt-en-es    # a Hugging Face Marian folder, converted
+  python3 run.py playground --preset hf://Helsinki-NLP/opus-mt-en-es
   python3 run.py playground --workdir runs/translation --port 8080
   curl -s localhost:8000/api/translate -H 'Content-Type: application/json' \\
       -d '{"text": "The red book is on the table.", "beam_size": 4}'
@@ -34,6 +36,11 @@ from recipes.translation.config import (  # noqa: E402
 
 TRAIN_HINT = ("Train one first: python3 run.py main (writes runs/translation), or "
               "python recipes/translation/train.py --workdir DIR.")
+
+
+PRESET_HINT = ("--preset takes a shipped preset's name, a preset folder, a Hugging Face Marian "
+               "(OPUS-MT) folder or a kaggle:// or hf:// handle; --workdir takes a run "
+               "directory of train.py.")
 
 
 def port_number(text):
@@ -64,8 +71,11 @@ def main(argv=None):
     model.add_argument("--workdir",
                        help="a run directory of train.py (or a preset directory)")
     model.add_argument("--preset",
-                       help="the name of a translator shipped with the package "
-                       "(tatoeba_en_es: English -> Spanish, tatoeba_es_en: Spanish -> English)")
+                       help="any preset Translator.from_preset opens: the name of a translator "
+                       "shipped with the package (tatoeba_en_es: English -> Spanish, "
+                       "tatoeba_es_en: Spanish -> English), a preset folder (save_to_preset), "
+                       "a Hugging Face Marian / OPUS-MT folder (converted as it loads), or a "
+                       "kaggle:// or hf:// handle (hf://Helsinki-NLP/opus-mt-en-es)")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default: 127.0.0.1, this machine only; "
                         "0.0.0.0 serves every network the machine is on)")
@@ -96,20 +106,22 @@ def main(argv=None):
     try:
         # The plain graph, not XLA: a visitor may pick any beam size and length,
         # and XLA would stop for a compilation (seconds) at each new one.
-        if args.preset is not None and args.preset not in Translator.presets:
-            parser.exit(2, f"error: no shipped preset is called {args.preset!r}; there are "
-                        f"{', '.join(sorted(Translator.presets))}.\n")
         translator = Translator.from_preset(args.workdir or args.preset, jit_compile=False)
         translator = translator.with_settings(**overrides)
     except (ValueError, OSError) as e:
+        if args.preset is not None:
+            parser.exit(2, f"error: --preset {args.preset!r} does not open: {e} {PRESET_HINT}\n")
         parser.exit(2, f"error: {e} {TRAIN_HINT}\n")
     # The run's checkpoints, for the page's "attention during training" slider
-    # (a run directory keeps them; a shipped preset's folder usually not).
-    folder = args.workdir or (Translator.presets[args.preset].get("path") or "")
+    # (a run directory keeps them; a shipped preset's folder usually not), and
+    # what the page calls the model: a folder's name, else the preset's.
+    shipped = args.preset in Translator.presets
+    local = args.workdir or (None if shipped or not os.path.isdir(args.preset) else args.preset)
+    folder = Translator.presets[args.preset].get("path") if shipped else local
     checkpoints = run_checkpoints(folder) if folder else []
     try:
         server = PlaygroundServer(translator, args.host, args.port,
-                                  name=args.preset or run_name(args.workdir),
+                                  name=run_name(local) if local else args.preset,
                                   checkpoints=checkpoints,
                                   log=None if args.quiet else lambda line: print(line, flush=True))
     except OSError as e:

@@ -706,19 +706,30 @@ def test_translate_warns_of_unknown_words_and_low_confidence(playground_url):
 
 
 def test_the_page_and_its_assets(playground_url):
+    """The page, its stylesheet and its entry module; every module the entry
+    imports (and theirs) is served as JavaScript, and every file of static/
+    is one of them."""
     status, headers, page = request(playground_url, "GET", "/")
     assert status == 200 and headers["Content-Type"].startswith("text/html")
     references = re.findall(r'(?:src|href)="([^"]+)"', page.decode())
     assert not [a for a in references if "//" in a]  # nothing from another server
     assets = [a for a in references if not a.startswith(("data:", "#"))]
-    assert sorted(assets) == ["static/attribution.js", "static/beam_tree.js",
-                              "static/checkpoints.js", "static/playground.css",
-                              "static/playground.js"]
+    assert sorted(assets) == ["static/playground.css", "static/playground.js"]
+    assert '<script type="module" src="static/playground.js"></script>' in page.decode()
     for asset in assets:
         status, headers, _ = request(playground_url, "GET", "/" + asset)
         assert status == 200 and headers["X-Content-Type-Options"] == "nosniff"
-    assert request(playground_url, "GET", "/static/playground.js")[1]["Content-Type"] == (
-        "text/javascript; charset=utf-8")
+    modules, queue = set(), ["playground.js"]
+    while queue:
+        name = queue.pop()
+        status, headers, source = request(playground_url, "GET", "/static/" + name)
+        assert status == 200, name
+        assert headers["Content-Type"] == "text/javascript; charset=utf-8", name
+        modules.add(name)
+        queue += [m for m in re.findall(r'^import \{[^}]*\} from "\./([\w-]+\.js)";',
+                                        source.decode(), re.M) if m not in modules]
+    assert modules == {n for n in os.listdir(STATIC_DIR) if n.endswith(".js")}
+    assert len(modules) >= 8  # a module per view, the shared ones and the entry
 
 
 def test_concurrent_requests_get_their_own_answers(playground_url):
@@ -747,11 +758,12 @@ def test_self_contained_html(playground_translator):
     expected = analyze(playground_translator, text, beam_size=2)
     answer.pop("milliseconds"), expected.pop("milliseconds")
     assert answer == expected
-    # The data and the page's scripts (playground.js and one per view), all inlined.
-    scripts = re.findall(r'<script src="static/[^"]+"></script>',
-                         open(os.path.join(STATIC_DIR, "index.html"), encoding="utf-8").read())
-    assert len(scripts) == 4 and "<script src=" not in page
-    assert page.count("</script>") == 1 + len(scripts) and "<script>alert" not in page
+    # The data and the page's modules, bundled into one classic script.
+    assert "<script src=" not in page and 'type="module"' not in page
+    assert page.count("</script>") == 2 and "<script>alert" not in page
+    for name in os.listdir(STATIC_DIR):
+        if name.endswith(".js"):
+            assert f"modules['{name}'] = (function () {{" in page, name
 
 
 def test_playground_command(tiny_run, tmp_path, capsys):

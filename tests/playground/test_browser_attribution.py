@@ -47,6 +47,44 @@ def _shown(chrome):
     return shown
 
 
+# api/attributions answers held until the test releases them (`__held[i]()`), so that
+# they arrive late and in the order it picks; `__delivered` counts those the page has
+# read (a timer after the body: it runs once the page's callbacks have).
+HOLD_ATTRIBUTIONS = """
+window.__held = []; window.__delivered = 0;
+const realFetch = window.fetch.bind(window);
+window.fetch = function (url, options) {
+  if (String(url).indexOf("api/attributions") < 0) return realFetch(url, options);
+  return realFetch(url, options).then(response => new Promise(resolve => {
+    window.__held.push(() => {
+      const text = response.text.bind(response);
+      response.text = () => text().then(t => {
+        setTimeout(() => window.__delivered++, 0);
+        return t;
+      });
+      resolve(response);
+    });
+  }));
+};
+"""
+
+
+def _submit_and_wait(chrome, target):
+    """Submits SENTENCE with `target`; returns the answer once the page shows it."""
+    shown = chrome.execute_script("return window.playground.state.requestId;")
+    _submit(chrome, SENTENCE, beam_size=1, target=target)
+    _wait(chrome, lambda d: d.execute_script(
+        "return document.body.getAttribute('data-rendered');") == str(shown + 1),
+        f"the page never showed the answer for {target!r}")
+    return chrome.execute_script("return window.playground.state.data;")
+
+
+def _row_labels(chrome):
+    return chrome.execute_script(
+        "return Array.from(document.querySelectorAll('#attribution-maps figure:first-child "
+        "th.row-label')).map(t => t.textContent);")
+
+
 def _wait_for_maps(chrome, rows):
     _wait(chrome, lambda d: d.execute_script(
         "const maps = document.getElementById('attribution-maps');"
@@ -101,12 +139,32 @@ def test_attribution_view(driver, playground_url, playground_translator, tmp_pat
 
     # It follows the translation shown (another one of the user's: the tiny
     # model's own is 32 tokens of "." and slow to explain).
-    _submit(driver, SENTENCE, beam_size=1, target=OTHER_TARGET)
-    _wait_for_response(driver, SENTENCE, "forced")
-    page = driver.execute_script("return window.playground.state.data;")
+    # (The answer shown is the same sentence's, forced too: wait for this one's.)
+    page = _submit_and_wait(driver, OTHER_TARGET)
     _wait_for_maps(driver, len(page["target_tokens"]) * cols)
-    assert driver.execute_script(
-        "return Array.from(document.querySelectorAll('#attribution-maps figure:first-child "
-        "th.row-label')).map(t => t.textContent);") == page["target_tokens"]
+    assert _row_labels(driver) == page["target_tokens"]
     _full_page_screenshot(driver, tmp_path / "playground_attribution_page.png")
+    assert _severe_console_errors(driver) == []
+
+    # A new translation: the maps of the one before are gone while its own are
+    # computed, and a late answer for an older translation never replaces a newer's.
+    driver.execute_script(HOLD_ATTRIBUTIONS)
+    older = _submit_and_wait(driver, TARGET)
+    _wait(driver, lambda d: d.execute_script("return window.__held.length;") == 1,
+          "the attributions of the new translation were never asked for")
+    assert _count(driver, "#attribution-maps figure") == 0
+    assert driver.find_element("id", "attribution-maps").get_attribute("aria-busy") == "true"
+    assert "Computing" in driver.find_element("id", "attribution-status").text
+    newest = _submit_and_wait(driver, OTHER_TARGET)
+    assert newest["target_tokens"] != older["target_tokens"]
+    _wait(driver, lambda d: d.execute_script("return window.__held.length;") == 2,
+          "the attributions of the newest translation were never asked for")
+    assert _count(driver, "#attribution-maps figure") == 0
+    driver.execute_script("window.__held[1]();")  # the newest answer first
+    _wait(driver, lambda d: d.execute_script("return window.__delivered;") == 1, "never read")
+    assert _row_labels(driver) == newest["target_tokens"]
+    driver.execute_script("window.__held[0]();")  # then the older one, late
+    _wait(driver, lambda d: d.execute_script("return window.__delivered;") == 2, "never read")
+    assert _row_labels(driver) == newest["target_tokens"]
+    assert driver.find_element("id", "attribution-maps").get_attribute("aria-busy") is None
     assert _severe_console_errors(driver) == []
