@@ -285,16 +285,32 @@ def test_an_int8_translator_through_every_door(tmp_path, no_gc_per_quantized_lay
     `Translator.from_preset` and keras-hub load as the same quantized model,
     and every door that cannot take int8 weights says what to do instead."""
     from keras_attention.models import Transformer
-    from keras_attention.models.precision import with_dtype_policy
+    from keras_attention.models.precision import quantization_of, with_dtype_policy
 
     small = untrained_translator(beam_size=1)  # one layer each side: Keras quantizes slowly
     model = Transformer.from_config({**small.model.get_config(), "num_encoder_layers": 1,
                                      "num_decoder_layers": 1, "dtype": "mixed_bfloat16"})
     quantized = Translator(model, small.source_tokenizer, small.target_tokenizer, beam_size=1,
                            jit_compile=False)
+    quantized.model.save_weights(str(tmp_path / "float.weights.h5"))  # a run's checkpoint
     quantized.model.quantize("int8")
     expected = quantized.translate(ENGLISH)
     assert all(expected)
+    # Every inspection door works on it (attributions used to copy the int8
+    # weights into a float32 twin; with_weights blamed a float checkpoint).
+    source, target = ENGLISH[0], " ".join(expected[0].split()[:4])  # (untrained: no [END])
+    assert np.isfinite(quantized.score([source], [target])[0].score)
+    assert quantized.alternatives(source, k=2)[0].probability > 0
+    assert quantized.align([source], [target])[0].links
+    assert quantized.attention_details(source, target).score == pytest.approx(
+        quantized.score([source], [target])[0].score, abs=1e-3)
+    assert quantized.beam_tree(source).steps
+    assert np.isfinite(quantized.attributions(source).input_x_gradient).all()
+    quantized.model.save_weights(str(tmp_path / "int8.weights.h5"))
+    for checkpoint in ("float.weights.h5", "int8.weights.h5"):
+        moved = quantized.with_weights(str(tmp_path / checkpoint))
+        assert quantization_of(moved.model) == "int8", checkpoint
+        assert moved.translate(ENGLISH) == expected, checkpoint
     preset = quantized.save_to_preset(str(tmp_path / "preset"))
     reloaded = Translator.from_preset(preset, jit_compile=False)
     assert reloaded.model.dtype_policy.name == "mixed_bfloat16"

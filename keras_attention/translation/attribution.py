@@ -31,6 +31,7 @@ from keras import ops
 
 from keras_attention._constants import MASKED_LOGIT, PAD_ID, is_blank
 from keras_attention.data.tokenizers import START_ID
+from keras_attention.models.precision import quantization_of, quantize_quietly
 from keras_attention.translation import alignment, forcing
 
 _GRADIENT_MODELS = weakref.WeakKeyDictionary()
@@ -154,14 +155,19 @@ def agreement(matrix, reference, source_tokens, wordpiece):
 # -- input × gradient ----------------------------------------------------------
 
 
-def _needs_twin(model):
-    """Whether `model` computes in another dtype than float32 and can be
-    copied into float32 (a quantized model's weights exist only in its own
-    policy: it is used as it is)."""
-    policy = model.dtype_policy
-    return not (model.compute_dtype == "float32"
-                or isinstance(policy, keras.dtype_policies.DTypePolicyMap)
-                or getattr(policy, "quantization_mode", None) is not None)
+def _float32_twin(model):
+    """A float32 copy of `model`'s architecture, quantized as `model` is
+    (its int8 kernels and their scales then fit it: `int8_from_float32`
+    layers hold what `int8_from_mixed_bfloat16` ones do), or None when
+    `model` computes in float32 already. Keras cannot take gradients
+    through an int8 layer under a mixed policy (ReluGrad of bfloat16)."""
+    if model.compute_dtype == "float32":
+        return None
+    twin = type(model).from_config({**model.get_config(), "dtype": "float32"})
+    mode = quantization_of(model)
+    if mode is not None:
+        quantize_quietly(twin, mode)
+    return twin
 
 
 def _gradient_model(model):
@@ -177,9 +183,7 @@ def _gradient_model(model):
     copy of the stacks), and the gradient with respect to that input is
     the gradient with respect to the token embeddings."""
     if model not in _GRADIENT_MODELS:
-        twin = model
-        if _needs_twin(model):
-            twin = type(model).from_config({**model.get_config(), "dtype": "float32"})
+        twin = _float32_twin(model) or model
         graph = keras.Model([twin.get_layer("encoder_embedding_dropout").output,
                              twin.get_layer("encoder_padding_mask").output,
                              twin.input["decoder_tokens"]], twin.output)

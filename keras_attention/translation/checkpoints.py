@@ -26,6 +26,7 @@ import math
 import os
 
 from keras_attention._io import load_weights_checked, path_inside, read_json
+from keras_attention.models.precision import quantization_of, quantize_quietly
 from keras_attention.training.checkpoints import list_checkpoints
 
 logger = logging.getLogger(__name__)
@@ -81,14 +82,35 @@ def translator_at(translator, checkpoint):
     with the weights of `checkpoint` (a `Checkpoint` or the path of a
     `*.weights.h5` file). `translator` itself is not touched.
 
+    A quantized translator (int8) gets the checkpoint quantized the same
+    way: a training run's checkpoints hold float weights, so they are loaded
+    into a float copy, which is then quantized (a checkpoint of the
+    quantized model itself loads as it is).
+
     A file that does not fit the model (another architecture or vocabulary)
     is a ValueError naming the file and the model it was expected to fit."""
     model = translator.model
-    copy = type(translator)(type(model).from_config(model.get_config()),
-                            translator.source_tokenizer, translator.target_tokenizer,
+    config = model.get_config()
+    mode = quantization_of(model)
+    if mode is not None:
+        try:
+            return load_checkpoint(_copy(translator, type(model).from_config(config)),
+                                   checkpoint)
+        except ValueError:  # float weights: load them unquantized, then quantize
+            policy = model.dtype_policy
+            base = getattr(policy, "default_policy", policy)
+            copy = _copy(translator, type(model).from_config({**config, "dtype": base.name}))
+            load_checkpoint(copy, checkpoint)
+            quantize_quietly(copy.model, mode)
+            return copy
+    return load_checkpoint(_copy(translator, type(model).from_config(config)), checkpoint)
+
+
+def _copy(translator, model):
+    """A translator over `model` with `translator`'s tokenizers, settings, metadata."""
+    return type(translator)(model, translator.source_tokenizer, translator.target_tokenizer,
                             **translator.settings.to_dict(), metadata=translator.metadata,
                             jit_compile=translator.jit_compile)
-    return load_checkpoint(copy, checkpoint)
 
 
 def load_checkpoint(translator, checkpoint):
