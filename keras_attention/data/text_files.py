@@ -20,7 +20,7 @@ Two ways to hold a corpus, and one rule for which (`TextFilesCorpus`):
   (`split_buckets`) puts a source sentence in a split by a hash of its
   normalised text, computed by the same TensorFlow ops in the scan and in
   the stream: the same guarantee as `grouped_split` (one source sentence,
-  compared case- and space-insensitively, never in two splits) with
+  compared case-, space- and NFC/NFD-insensitively, never in two splits) with
   approximate sizes, counted exactly. The split is keyed by content, not by
   line number, so a file edited after the scan (lines inserted, moved,
   appended) can never stream a held-out sentence into training; the stream
@@ -34,6 +34,7 @@ import logging
 import math
 import os
 import random
+import unicodedata
 
 logger = logging.getLogger("keras_attention")
 
@@ -251,9 +252,14 @@ def read_text(files, tsv_columns=(0, 1)):
 
 
 def group_key(source):
-    """What `grouped_split` and the hashed holdout compare: the source
-    sentence with its spacing collapsed, case-folded."""
-    return " ".join(source.split()).casefold()
+    """What `grouped_split` (and `split_buckets`, in TensorFlow ops) compare:
+    the source sentence with its spacing collapsed, case-folded and in
+    Unicode's NFC form, so that the NFC and NFD spellings of one sentence
+    ("café" as 'é' or as 'e' and a combining accent: the same text on screen)
+    are one sentence. Case-folded between NFD and NFC (Unicode's canonical
+    caseless match): folding can decompose a precomposed letter."""
+    text = unicodedata.normalize("NFD", " ".join(source.split()))
+    return unicodedata.normalize("NFC", text.casefold())
 
 
 def holdout_size(value, total, name, max_pairs=None):
@@ -275,8 +281,8 @@ def _no_training_pairs(names, validation, test, total, groups):
 
 def grouped_split(text, validation, test, seed=0, max_pairs=None):
     """Splits `text` (a `ParallelText`) into train, validation and test so that
-    all pairs with the same source sentence (compared case- and
-    whitespace-insensitively, `group_key`) land in one split: a corpus such
+    all pairs with the same source sentence (compared case-, whitespace- and
+    NFC/NFD-insensitively, `group_key`) land in one split: a corpus such
     as Tatoeba has several translations per sentence, and a pair-wise random
     split would put test sentences in the training data.
 
@@ -333,14 +339,18 @@ def split_buckets(sources, seed=0):
     """The hashed holdout's key: `sources` (strings, any shape) -> int64
     tensor of the same shape, a keyed SipHash in [0, `SPLIT_BUCKETS`) of
     each source sentence's normalised text (stripped, spacing collapsed,
-    Unicode-lowercased: compared case- and space-insensitively). TensorFlow
-    ops, so that `scan_text` and the `tf.data` stream of `TextFilesCorpus`
-    compute the same; the same in every process and on every machine."""
+    Unicode-lowercased between NFD and NFC, as `group_key`: compared case-,
+    space- and NFC/NFD-insensitively). TensorFlow (and TF Text) ops, so that
+    `scan_text` and the `tf.data` stream of `TextFilesCorpus` compute the
+    same; the same in every process and on every machine."""
     import tensorflow as tf  # (lazily: reading files in memory needs no TensorFlow)
+    import tensorflow_text as tf_text
 
     text = tf.strings.regex_replace(sources, STRIP_PATTERN, "")
     text = tf.strings.regex_replace(text, SPACE_PATTERN + "+", " ")
+    text = tf_text.normalize_utf8(text, "NFD")
     text = tf.strings.lower(text, encoding="utf-8")
+    text = tf_text.normalize_utf8(text, "NFC")
     return tf.strings.to_hash_bucket_strong(text, SPLIT_BUCKETS, key=[seed, _SPLIT_HASH_KEY])
 
 
