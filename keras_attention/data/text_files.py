@@ -413,6 +413,8 @@ class ScannedText:
         seed: the seed of the hashed holdout (`split_buckets`).
         thresholds: `split_thresholds` of the holdout; `None` without one.
         stamps: `file_stamps` at the scan (`check_unchanged`).
+        seen: of the `watch` buckets, those of a pair kept in `split`.
+        seen_held_out: those of a pair the holdout took.
     """
 
     text_files: TextFiles
@@ -422,15 +424,21 @@ class ScannedText:
     seed: int = 0
     thresholds: tuple = None
     stamps: tuple = ()
+    seen: frozenset = frozenset()
+    seen_held_out: frozenset = frozenset()
 
 
 def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDOUT_MAX_PAIRS,
-              sample_size=SAMPLE_PAIRS, in_memory=IN_MEMORY_PAIRS):
+              sample_size=SAMPLE_PAIRS, in_memory=IN_MEMORY_PAIRS, watch=()):
     """One streaming pass over `text_files` (a `TextFiles` of `split`):
     places each pair in a split (`split_buckets` of its source against
     `split_thresholds` of `holdout`'s validation and test sizes, fractions or
     pair counts, against the line count), keeps the held-out pairs and a
-    sample, and counts. Memory: what it keeps."""
+    sample, and counts; notes which of the `watch` buckets (`split_buckets`,
+    same seed: other splits' source sentences) a pair of `split` has.
+    Memory: what it keeps."""
+    import numpy as np
+
     stamps = file_stamps(text_files)
     total = sum(text_files.lines)
     sizes = {name: holdout_size(size, total, f"The {name} size", max_pairs)
@@ -444,12 +452,14 @@ def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDO
     stride = max(1, math.ceil(total / sample_size)) if sample_size else 0
     counts = dict.fromkeys(SPLIT_IDS, 0)
     kept = {"validation": [], "test": [], split: []}
-    sample = []
+    sample, seen, seen_held_out = [], set(), set()
+    watched = np.array(sorted(watch), np.int64)
 
     def place(pending):
         buckets = (split_buckets([pair[0] for _, pair in pending], seed).numpy()
-                   if thresholds else [thresholds] * len(pending))
-        for (index, pair), bucket in zip(pending, buckets):
+                   if thresholds or len(watched) else [thresholds] * len(pending))
+        hits = np.isin(buckets, watched) if len(watched) else [False] * len(pending)
+        for (index, pair), bucket, hit in zip(pending, buckets, hits):
             name = split if thresholds is None or bucket >= thresholds[1] else (
                 "test" if bucket < thresholds[0] else "validation")
             counts[name] += 1
@@ -457,6 +467,8 @@ def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDO
                 kept[name].append(pair)
             if name == split and stride and index % stride == 0 and len(sample) < sample_size:
                 sample.append(pair)
+            if hit:
+                (seen if name == split else seen_held_out).add(int(bucket))
         pending.clear()
 
     pending = []
@@ -485,4 +497,5 @@ def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDO
                 for name, pairs in kept.items()
                 if pairs and (name != split or counts[name] <= in_memory)}
     return ScannedText(text_files, {k: v for k, v in counts.items() if v or k == "skipped"},
-                       held_out, text(sample, f"{split} sample"), seed, thresholds, stamps)
+                       held_out, text(sample, f"{split} sample"), seed, thresholds, stamps,
+                       frozenset(seen), frozenset(seen_held_out))

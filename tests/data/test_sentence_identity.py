@@ -79,3 +79,45 @@ def test_the_holdout_keeps_every_spelling_of_a_source_sentence_in_one_split(
             place.setdefault(sentence, set()).add(split)
     assert len(place) == len(bases)
     assert {s: p for s, p in place.items() if len(p) > 1} == {}
+
+
+def _write_aligned(path, pairs):
+    src, tgt = path.with_suffix(".src"), path.with_suffix(".tgt")
+    src.write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
+    tgt.write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
+    return str(src), str(tgt)
+
+
+@pytest.mark.parametrize("in_memory_pairs, sample_pairs", [
+    (100_000, 200_000), (100, 200_000), (0, 200_000), (0, 10)],
+    ids=["in_memory", "training_streamed", "all_streamed", "sampled"])
+@pytest.mark.parametrize("holdout", [None, (0, 0.2)], ids=["files", "holdout"])
+@pytest.mark.parametrize("seed", range(2))
+def test_overlap_with_training_counts_every_spelling(tmp_path, in_memory_pairs, sample_pairs,
+                                                     holdout, seed):
+    """`corpus.overlap`: how many validation pairs have a source sentence of
+    the training pairs (after the holdout), in any spelling; from the pass
+    that reads the training files, whether held in memory or streamed."""
+    rng = random.Random(seed)
+    bases = sentences(200, seed)
+    train = [(base, f"Frase {i}.") for i, base in enumerate(bases[:150])]
+    rng.shuffle(train)
+    trained = rng.sample(bases[:150], rng.randint(1, 25))
+    validation = ([(spelling(rng, s), "Traducción.") for s in trained]
+                  + [(spelling(rng, s), "Nueva.") for s in bases[150:150 + rng.randint(1, 20)]])
+    rng.shuffle(validation)
+    corpus = TextFilesCorpus(
+        {"train": _write_aligned(tmp_path / "train", train),
+         "validation": _write_aligned(tmp_path / "validation", validation)},
+        holdout=holdout, split_seed=seed, in_memory_pairs=in_memory_pairs,
+        sample_pairs=sample_pairs)
+    overlap = corpus.overlap["validation"]
+    assert set(corpus.overlap) == {"validation"} and overlap.pairs == len(validation)
+    checked, _ = corpus.sample_text("validation", len(validation))
+    assert overlap.checked == len(checked) and overlap.sampled == (sample_pairs == 10)
+    training = {group_key(s.decode()) for s, _ in corpus.load("train").as_numpy_iterator()}
+    assert overlap.shared == sum(group_key(s) in training for s in checked)
+    files = {group_key(s) for s, _ in train}  # trained on or held out
+    assert overlap.in_training_files == sum(group_key(s) in files for s in checked)
+    if holdout is None and not overlap.sampled:
+        assert overlap.shared == len(trained)
