@@ -6,6 +6,7 @@ returns a `tf.data.Dataset` of scalar `(source, target)` string pairs for
 `split` in "train", "validation" or "test".
 """
 
+import dataclasses
 import inspect
 import math
 import typing
@@ -20,7 +21,9 @@ from keras_attention.data.text_files import (
     IN_MEMORY_PAIRS,
     SAMPLE_PAIRS,
     STRIP_PATTERN,
+    ParallelText,
     check_unchanged,
+    group_key,
     grouped_split,
     read_text,
     resolve_files,
@@ -201,6 +204,55 @@ def _strip(text):
     return tf.strings.regex_replace(text, STRIP_PATTERN, "")
 
 
+@dataclasses.dataclass(frozen=True)
+class TrainingOverlap:
+    """Of a split with files of its own: `shared` of its `checked` pairs
+    have a source sentence that a training pair has too (compared as the
+    holdout compares them, `group_key`: spacing collapsed, case-folded, in
+    NFC form); `in_training_files` of them, a sentence of the training
+    files, trained on or held out (>= `shared`). `checked` is all its
+    `pairs`, or the sample of a split too long to hold in memory
+    (`sampled`)."""
+
+    shared: int
+    checked: int
+    pairs: int
+    in_training_files: int
+
+    @property
+    def sampled(self):
+        return self.checked < self.pairs
+
+
+def _buckets(sources, seed):
+    return split_buckets(list(sources), seed).numpy().tolist() if sources else []
+
+
+def _training_overlap(own, training, held_out, seed, sizes):
+    """`{split: TrainingOverlap}` of the splits of `own` (split -> its
+    `ParallelText`) against `training` and `held_out` (what the holdout
+    took from the training files): `ParallelText`s, or, when training is
+    streamed, the sets of their `split_buckets` that its scan met
+    (`ScannedText.seen`, `seen_held_out`): no second pass over a large
+    corpus."""
+    def found(texts, keys):
+        return [key in texts for key in keys]
+
+    if isinstance(training, ParallelText):
+        trained = {group_key(s) for s in training.sources} if own else set()
+        held = {group_key(s) for text in held_out for s in text.sources} if own else set()
+        keys = {split: [group_key(s) for s in text.sources] for split, text in own.items()}
+    else:
+        trained, held = training, held_out
+        keys = {split: _buckets(text.sources, seed) for split, text in own.items()}
+    overlap = {}
+    for split, text in own.items():
+        in_training, in_held_out = found(trained, keys[split]), found(held, keys[split])
+        overlap[split] = TrainingOverlap(sum(in_training), len(text), sizes[split],
+                                         sum(map(any, zip(in_training, in_held_out))))
+    return overlap
+
+
 class TextFilesCorpus:
     """The user's own parallel text, one entry per split.
 
@@ -227,10 +279,13 @@ class TextFilesCorpus:
     The files are read and checked when the corpus is created (one pass,
     keeping only the held-out pairs and a sample when streamed), so that a
     bad file stops a run before it writes anything; `sizes` then holds each
-    split's exact count. A streamed holdout is keyed by the source
-    sentence's text, never by line number: a file edited after the scan
-    cannot stream a held-out sentence into training (the stream warns that
-    the counts are stale).
+    split's exact count, and `overlap` (`{split: TrainingOverlap}`) how many
+    pairs of each split with files of its own have a source sentence that
+    training has too (from the same pass: a streamed training split is
+    read once; a streamed other split is compared by its sample). A
+    streamed holdout is keyed by the source sentence's text, never by line
+    number: a file edited after the scan cannot stream a held-out sentence
+    into training (the stream warns that the counts are stale).
 
     Example:
 
@@ -257,7 +312,10 @@ class TextFilesCorpus:
                                      "give 0 for that split.")
         resolved = {split: resolve_files(paths, tsv_columns) for split, paths in files.items()}
         self.texts, self._streamed, self._samples, self.sizes = {}, {}, {}, {}
-        for split, text_files in resolved.items():
+        own, seen = {}, None  # the pairs (or sample) of each split with files; see below
+        # Training last: its one pass also looks for the other splits' sentences.
+        for split in sorted(resolved, key=lambda name: name == "train"):
+            text_files = resolved[split]
             held = split == "train" and holdout is not None
             if sum(text_files.lines) <= in_memory_pairs:
                 text = read_text(text_files)
@@ -266,15 +324,26 @@ class TextFilesCorpus:
                                                     max_pairs=holdout_max_pairs))
                 else:
                     self.texts[split] = text
-                continue
-            scanned = scan_text(text_files, split, holdout if held else (0, 0), split_seed,
-                                holdout_max_pairs, sample_pairs, in_memory_pairs)
-            self.texts.update(scanned.held_out)
-            self.sizes.update({s: n for s, n in scanned.counts.items() if s != "skipped"})
-            if split not in scanned.held_out:
-                self._streamed[split] = scanned
-            self._samples[split] = scanned.sample
+            else:
+                watch = set().union(*(_buckets(t.sources, split_seed) for t in own.values()))
+                scanned = scan_text(text_files, split, holdout if held else (0, 0), split_seed,
+                                    holdout_max_pairs, sample_pairs, in_memory_pairs,
+                                    watch if split == "train" else ())
+                self.texts.update(scanned.held_out)
+                self.sizes.update({s: n for s, n in scanned.counts.items() if s != "skipped"})
+                if split not in scanned.held_out:
+                    self._streamed[split] = scanned
+                self._samples[split] = scanned.sample
+                if split == "train":
+                    seen = scanned.seen, scanned.seen_held_out
+            if split != "train":
+                own[split] = self.texts.get(split) or self._samples[split]
         self.sizes.update({split: len(text) for split, text in self.texts.items()})
+        held_out = [self.texts[s] for s in ("validation", "test")
+                    if s in self.texts and s not in own]
+        self.overlap = _training_overlap(
+            own, *((self.texts.get("train"), held_out) if seen is None else seen),
+            split_seed, self.sizes)
         order = ("test", "validation", "train") if holdout is not None else ()
         self._splits = tuple(dict.fromkeys(s for s in (*order, *files) if self.sizes.get(s)))
         self.name = "text_files"

@@ -20,7 +20,7 @@ Two ways to hold a corpus, and one rule for which (`TextFilesCorpus`):
   (`split_buckets`) puts a source sentence in a split by a hash of its
   normalised text, computed by the same TensorFlow ops in the scan and in
   the stream: the same guarantee as `grouped_split` (one source sentence,
-  compared case- and space-insensitively, never in two splits) with
+  compared case-, space- and NFC/NFD-insensitively, never in two splits) with
   approximate sizes, counted exactly. The split is keyed by content, not by
   line number, so a file edited after the scan (lines inserted, moved,
   appended) can never stream a held-out sentence into training; the stream
@@ -34,6 +34,7 @@ import logging
 import math
 import os
 import random
+import unicodedata
 
 logger = logging.getLogger("keras_attention")
 
@@ -251,9 +252,14 @@ def read_text(files, tsv_columns=(0, 1)):
 
 
 def group_key(source):
-    """What `grouped_split` and the hashed holdout compare: the source
-    sentence with its spacing collapsed, case-folded."""
-    return " ".join(source.split()).casefold()
+    """What `grouped_split` (and `split_buckets`, in TensorFlow ops) compare:
+    the source sentence with its spacing collapsed, case-folded and in
+    Unicode's NFC form, so that the NFC and NFD spellings of one sentence
+    ("café" as 'é' or as 'e' and a combining accent: the same text on screen)
+    are one sentence. Case-folded between NFD and NFC (Unicode's canonical
+    caseless match): folding can decompose a precomposed letter."""
+    text = unicodedata.normalize("NFD", " ".join(source.split()))
+    return unicodedata.normalize("NFC", text.casefold())
 
 
 def holdout_size(value, total, name, max_pairs=None):
@@ -275,8 +281,8 @@ def _no_training_pairs(names, validation, test, total, groups):
 
 def grouped_split(text, validation, test, seed=0, max_pairs=None):
     """Splits `text` (a `ParallelText`) into train, validation and test so that
-    all pairs with the same source sentence (compared case- and
-    whitespace-insensitively, `group_key`) land in one split: a corpus such
+    all pairs with the same source sentence (compared case-, whitespace- and
+    NFC/NFD-insensitively, `group_key`) land in one split: a corpus such
     as Tatoeba has several translations per sentence, and a pair-wise random
     split would put test sentences in the training data.
 
@@ -333,14 +339,18 @@ def split_buckets(sources, seed=0):
     """The hashed holdout's key: `sources` (strings, any shape) -> int64
     tensor of the same shape, a keyed SipHash in [0, `SPLIT_BUCKETS`) of
     each source sentence's normalised text (stripped, spacing collapsed,
-    Unicode-lowercased: compared case- and space-insensitively). TensorFlow
-    ops, so that `scan_text` and the `tf.data` stream of `TextFilesCorpus`
-    compute the same; the same in every process and on every machine."""
+    Unicode-lowercased between NFD and NFC, as `group_key`: compared case-,
+    space- and NFC/NFD-insensitively). TensorFlow (and TF Text) ops, so that
+    `scan_text` and the `tf.data` stream of `TextFilesCorpus` compute the
+    same; the same in every process and on every machine."""
     import tensorflow as tf  # (lazily: reading files in memory needs no TensorFlow)
+    import tensorflow_text as tf_text
 
     text = tf.strings.regex_replace(sources, STRIP_PATTERN, "")
     text = tf.strings.regex_replace(text, SPACE_PATTERN + "+", " ")
+    text = tf_text.normalize_utf8(text, "NFD")
     text = tf.strings.lower(text, encoding="utf-8")
+    text = tf_text.normalize_utf8(text, "NFC")
     return tf.strings.to_hash_bucket_strong(text, SPLIT_BUCKETS, key=[seed, _SPLIT_HASH_KEY])
 
 
@@ -403,6 +413,8 @@ class ScannedText:
         seed: the seed of the hashed holdout (`split_buckets`).
         thresholds: `split_thresholds` of the holdout; `None` without one.
         stamps: `file_stamps` at the scan (`check_unchanged`).
+        seen: of the `watch` buckets, those of a pair kept in `split`.
+        seen_held_out: those of a pair the holdout took.
     """
 
     text_files: TextFiles
@@ -412,15 +424,21 @@ class ScannedText:
     seed: int = 0
     thresholds: tuple = None
     stamps: tuple = ()
+    seen: frozenset = frozenset()
+    seen_held_out: frozenset = frozenset()
 
 
 def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDOUT_MAX_PAIRS,
-              sample_size=SAMPLE_PAIRS, in_memory=IN_MEMORY_PAIRS):
+              sample_size=SAMPLE_PAIRS, in_memory=IN_MEMORY_PAIRS, watch=()):
     """One streaming pass over `text_files` (a `TextFiles` of `split`):
     places each pair in a split (`split_buckets` of its source against
     `split_thresholds` of `holdout`'s validation and test sizes, fractions or
     pair counts, against the line count), keeps the held-out pairs and a
-    sample, and counts. Memory: what it keeps."""
+    sample, and counts; notes which of the `watch` buckets (`split_buckets`,
+    same seed: other splits' source sentences) a pair of `split` has.
+    Memory: what it keeps."""
+    import numpy as np
+
     stamps = file_stamps(text_files)
     total = sum(text_files.lines)
     sizes = {name: holdout_size(size, total, f"The {name} size", max_pairs)
@@ -434,12 +452,14 @@ def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDO
     stride = max(1, math.ceil(total / sample_size)) if sample_size else 0
     counts = dict.fromkeys(SPLIT_IDS, 0)
     kept = {"validation": [], "test": [], split: []}
-    sample = []
+    sample, seen, seen_held_out = [], set(), set()
+    watched = np.array(sorted(watch), np.int64)
 
     def place(pending):
         buckets = (split_buckets([pair[0] for _, pair in pending], seed).numpy()
-                   if thresholds else [thresholds] * len(pending))
-        for (index, pair), bucket in zip(pending, buckets):
+                   if thresholds or len(watched) else [thresholds] * len(pending))
+        hits = np.isin(buckets, watched) if len(watched) else [False] * len(pending)
+        for (index, pair), bucket, hit in zip(pending, buckets, hits):
             name = split if thresholds is None or bucket >= thresholds[1] else (
                 "test" if bucket < thresholds[0] else "validation")
             counts[name] += 1
@@ -447,6 +467,8 @@ def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDO
                 kept[name].append(pair)
             if name == split and stride and index % stride == 0 and len(sample) < sample_size:
                 sample.append(pair)
+            if hit:
+                (seen if name == split else seen_held_out).add(int(bucket))
         pending.clear()
 
     pending = []
@@ -475,4 +497,5 @@ def scan_text(text_files, split="train", holdout=(0, 0), seed=0, max_pairs=HOLDO
                 for name, pairs in kept.items()
                 if pairs and (name != split or counts[name] <= in_memory)}
     return ScannedText(text_files, {k: v for k, v in counts.items() if v or k == "skipped"},
-                       held_out, text(sample, f"{split} sample"), seed, thresholds, stamps)
+                       held_out, text(sample, f"{split} sample"), seed, thresholds, stamps,
+                       frozenset(seen), frozenset(seen_held_out))

@@ -24,8 +24,6 @@ Reserved ids: `[PAD]`=0, `[UNK]`=1, `[START]`=2, `[END]`=3.
 import json
 import logging
 import os
-import shutil
-import tempfile
 import time
 import uuid
 
@@ -36,13 +34,14 @@ from keras_attention._constants import (
     BLANK_PATTERN,
     END_ID,
     MAX_VOCABULARY_SIZE,
-    PAD_ID,
+    PAD_ID,  # noqa: F401 (keras_attention.data exports it from here)
     RESERVED_TOKENS,
-    START_ID,
+    START_ID,  # noqa: F401 (keras_attention.data exports it from here)
     UNK_ID,
 )
 from keras_attention._io import atomic_write_text, file_inside, read_json
 from keras_attention._validation import check_bool, check_positive_int
+from keras_attention.data._sentencepiece_trainer import learn_model
 from keras_attention.data._tokenizer_base import (
     FORMAT_VERSION,
     _normalize,
@@ -332,11 +331,8 @@ class SentencePieceTokenizer(_Tokenizer):
         """Learns a SentencePiece model (`model_type` "unigram" or "bpe") from
         `texts`, a `tf.data.Dataset` of scalar strings, with the `sentencepiece`
         trainer. `vocabulary_size` is an upper bound (a small corpus gets fewer
-        pieces instead of an error)."""
-        import io
-
-        import sentencepiece
-
+        pieces instead of an error); one below what the text's characters
+        need (or one the trainer refuses otherwise) raises ValueError."""
         _check_vocabulary_size(vocabulary_size)
         if model_type not in ("unigram", "bpe"):
             raise ValueError(f"`model_type` must be 'unigram' or 'bpe'; received {model_type!r}.")
@@ -344,36 +340,8 @@ class SentencePieceTokenizer(_Tokenizer):
         sentences = [t for t in _python_texts(texts, lowercase, batch_size) if t.strip()]
         if not sentences:
             raise ValueError("Cannot learn a vocabulary: the training texts are empty.")
-        model = io.BytesIO()
-        # The text is NFC-normalized already (by `_normalize`, in the graph); the
-        # one rule here maps a no-break space to a space. (A rule is needed: a
-        # model with no normalization rules logs a line each time it is loaded.)
-        rules = os.path.join(tempfile.mkdtemp(), "rules.tsv")
-        with open(rules, "w", encoding="utf-8") as f:
-            f.write("A0\t20\n")
-        sentencepiece.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences),
-            model_writer=model,
-            model_type=model_type,
-            vocab_size=vocabulary_size,
-            hard_vocab_limit=False,
-            character_coverage=1.0,
-            normalization_rule_tsv=rules,
-            pad_id=PAD_ID, unk_id=UNK_ID, bos_id=START_ID, eos_id=END_ID,
-            pad_piece=RESERVED_TOKENS[PAD_ID], unk_piece=RESERVED_TOKENS[UNK_ID],
-            bos_piece=RESERVED_TOKENS[START_ID], eos_piece=RESERVED_TOKENS[END_ID],
-            unk_surface=RESERVED_TOKENS[UNK_ID],
-            num_threads=max(1, min(os.cpu_count() or 1, 16)),
-            minloglevel=2,
-        )
-        shutil.rmtree(os.path.dirname(rules), ignore_errors=True)
-        # The model records the rules' temporary path: cleared, the same texts
-        # give the same model file in every process.
-        from sentencepiece import sentencepiece_model_pb2
-
-        proto = sentencepiece_model_pb2.ModelProto.FromString(model.getvalue())
-        proto.normalizer_spec.ClearField("normalization_rule_tsv")
-        tokenizer = cls(proto.SerializeToString(), lowercase=lowercase, name=name)
+        model_proto = learn_model(sentences, vocabulary_size, model_type, name)
+        tokenizer = cls(model_proto, lowercase=lowercase, name=name)
         logger.info("Learned a SentencePiece %s model of %d pieces in %.1f s.", model_type,
                     tokenizer.vocabulary_size, time.perf_counter() - start)
         return tokenizer

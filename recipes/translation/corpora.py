@@ -86,10 +86,43 @@ def apply_corpus_rule(config, corpus, workdir=None):
 
 def check_splits(config, corpus):
     """Raises ValueError when the config needs a split the corpus lacks (a
-    TFDS dataset can lack a validation split)."""
+    TFDS dataset can lack a validation split), or when --validation-files or
+    --test-files hold only sentences of the training data; warns when they
+    hold some (`check_overlap`)."""
     if config.early_stopping_patience is not None and "validation" not in corpus.splits:
         raise ValueError(f"--early-stopping-patience needs a validation split; the corpus has "
                          f"only {list(corpus.splits)}.")
+    for split, overlap in getattr(corpus, "overlap", {}).items():
+        check_overlap(split, getattr(config, f"{split}_files"), overlap)
+
+
+def check_overlap(split, files, overlap):
+    """A split with its own `files` whose source sentences are training's
+    too (`TrainingOverlap`): scores on it measure memory, not translation.
+    Every pair of it a sentence of the training files (all checked; the
+    same files given twice, most often, whose --holdout share is not
+    trained on but is another split's): ValueError, since no score of it
+    would mean anything. Some trained on (or every pair of a sample): a
+    warning with the count and the share."""
+    flag = f"--{split}-files {' '.join(map(str, files))}"
+    compared = ("(source sentences compared with spacing collapsed, case-folded, in Unicode's "
+                "NFC form)")
+    if overlap.in_training_files == overlap.pairs:
+        held = ("" if overlap.shared == overlap.pairs else
+                f"; {overlap.shared:,} trained on, the others held out by --holdout")
+        raise ValueError(
+            f"{flag}: all {overlap.pairs:,} of its pairs have a source sentence of the "
+            f"training files {compared}{held}: its scores would measure what the model "
+            f"memorised, not how it translates. Give {split} files held out from training, or "
+            f"leave out --{split}-files and split {split} pairs off the training files with "
+            "--holdout.")
+    if not overlap.shared:
+        return
+    of = (f"of a sample of {overlap.checked:,} of its {overlap.pairs:,} pairs"
+          if overlap.sampled else f"of its {overlap.pairs:,} pairs")
+    print(f"Warning: {flag}: {overlap.shared:,} {of} ({overlap.shared / overlap.checked:.1%}) "
+          f"have a source sentence that the training data has too {compared}: the {split} "
+          "scores partly measure what the model memorised, not how it translates.", flush=True)
 
 
 @dataclasses.dataclass

@@ -190,3 +190,84 @@ def test_learns_a_full_vocabulary_from_a_large_corpus(algorithm):
     assert source.vocabulary_size > 4000 and target.vocabulary_size > 4000
     ids = target.tokenize(targets[:200])
     assert not np.any(ids.flat_values.numpy() == UNK_ID)
+
+
+# -- a vocabulary size the text cannot take (issue 67, item 8) -----------------
+
+# Letters of several scripts, a few decomposed (NFD: the tokenizer composes them).
+_LETTERS = ("abcdefghijklmnopqrstuvwxyzñçÀÉ" "αβγδεζηθ" "абвгдежз" "日本語中文" "אבגדה"
+            "e\u0301a\u0300n\u0303")
+_SPACES = (" ", "  ", "\u00a0", " \u00a0 ")  # a no-break space reads as a space
+
+
+def _random_text(rng):
+    """Sentences of random words over a random alphabet, joined by runs of
+    spaces, and the pieces SentencePiece must have for it: one per distinct
+    (NFC) character, '▁' for the space, and the reserved tokens."""
+    import unicodedata
+
+    alphabet = rng.sample(_LETTERS, rng.randint(1, 30))
+    sentences = []
+    for _ in range(rng.randint(1, 30)):
+        words = ["".join(rng.choices(alphabet, k=rng.randint(1, 6)))
+                 for _ in range(rng.randint(1, 6))]
+        sentences.append("".join(w + rng.choice(_SPACES) for w in words[:-1]) + words[-1])
+    characters = set(unicodedata.normalize("NFC", "".join(sentences))) - set(_SPACES[2])
+    return sentences, len(characters - {" "} | {"▁"}) + len(RESERVED_TOKENS)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("model_type", ["unigram", "bpe"])
+def test_a_vocabulary_smaller_than_the_text_needs_is_a_value_error(seed, model_type):
+    """Below the text's characters plus the reserved tokens, SentencePiece's
+    trainer raised a RuntimeError (a C++ check's text, "Vocabulary size is
+    smaller than required_chars. 10 vs 35"): a ValueError names the size and
+    the minimum of this text, which learns."""
+    import random
+
+    rng = random.Random(seed)
+    sentences, needed = _random_text(rng)
+    texts = tf.data.Dataset.from_tensor_slices(sentences)
+    for size in sorted({len(RESERVED_TOKENS) + 1, rng.randint(len(RESERVED_TOKENS) + 1, needed),
+                        needed - 1} - {needed}):
+        if size <= len(RESERVED_TOKENS):
+            continue
+        with pytest.raises(ValueError) as error:
+            SentencePieceTokenizer.train(texts, size, model_type=model_type, name="source")
+        assert str(error.value).startswith(
+            f"vocabulary_size (train.py's --vocabulary-size) {size} is too small for this text: "
+            f"a SentencePiece {model_type} vocabulary of the {len(sentences)} source sentences "
+            f"learned from needs at least {needed} pieces"), error.value
+        assert f"Give --vocabulary-size {needed} or more." in str(error.value)
+    assert SentencePieceTokenizer.train(texts, needed, model_type=model_type).vocabulary_size \
+        <= needed
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("INTERNAL: src/trainer_interface.cc(600) [...] Vocabulary size is smaller than "
+     "required_chars. 10 vs 35. Increase vocab_size or decrease character_coverage",
+     "vocabulary_size (train.py's --vocabulary-size) 10 is too small for this text: a "
+     "SentencePiece bpe vocabulary of the 1,200 source and target sentences learned from "
+     "needs at least 35 pieces, one per distinct character (31, with '▁' for the space)"),
+    ("INTERNAL: src/trainer.cc(410) [...] Vocabulary size too high (8000). Please set it to a "
+     "value <= 28.",
+     "vocabulary_size (train.py's --vocabulary-size) 10 is too large for this text: a "
+     "SentencePiece bpe vocabulary of the 1,200 source and target sentences learned from has "
+     "at most 28 pieces. Give --vocabulary-size 28 or less"),
+    ("INTERNAL: src/unigram_model_trainer.cc(12) [(trainer_spec_.vocab_size()) > (0)]\n"
+     "vocab_size must be positive.",
+     "vocabulary_size (train.py's --vocabulary-size) 10 was refused by the SentencePiece "
+     "trainer for the 1,200 source and target sentences learned from: vocab_size must be "
+     "positive."),
+    ("INTERNAL: src/trainer_interface.cc(1) [!sentences_.empty()]", None),
+])
+def test_the_trainers_refusals_of_a_size_become_value_errors(message, expected):
+    """Each kind of refusal the trainer words about the size (its other
+    errors stay as they are)."""
+    from keras_attention.data._sentencepiece_trainer import vocabulary_error
+
+    error = vocabulary_error(RuntimeError(message), 10, "bpe", 1200, "shared")
+    if expected is None:
+        assert error is None
+    else:
+        assert isinstance(error, ValueError) and str(error).startswith(expected), error
