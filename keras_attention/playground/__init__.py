@@ -16,8 +16,8 @@ own trained translator and see its translation and every head's attention
 """
 
 from keras_attention.playground.analysis import (
-    MAX_BEAM_SIZE,
     MAX_TEXT_LENGTH,
+    PAGE_MAX_BEAM_SIZE,
     analyze,
     model_info,
     unpack,
@@ -25,5 +25,18 @@ from keras_attention.playground.analysis import (
 from keras_attention.playground.html import attention_html
 from keras_attention.playground.server import PlaygroundServer
 
-__all__ = ["MAX_BEAM_SIZE", "MAX_TEXT_LENGTH", "PlaygroundServer", "analyze", "attention_html",
+__all__ = ["MAX_TEXT_LENGTH", "PAGE_MAX_BEAM_SIZE", "PlaygroundServer", "analyze", "attention_html",
            "model_info", "unpack"]
+
+
+def __getattr__(name):
+    """`MAX_BEAM_SIZE`, the page's beam limit's name until it was told apart
+    from decoding's: still importable for one release, with a warning."""
+    if name == "MAX_BEAM_SIZE":
+        import warnings
+
+        warnings.warn("keras_attention.playground.MAX_BEAM_SIZE is now PAGE_MAX_BEAM_SIZE (the "
+                      "page's limit, 16); decoding's is keras_attention.decoding's "
+                      "DecodingSettings limit (1,024).", DeprecationWarning, stacklevel=2)
+        return PAGE_MAX_BEAM_SIZE
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

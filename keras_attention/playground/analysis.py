@@ -19,7 +19,11 @@ from keras_attention._constants import END_ID, PAD_ID, START_ID, is_blank
 from keras_attention.translation.engine import Engine
 
 MAX_TEXT_LENGTH = 1000  # characters of `text` and of `target`
-MAX_BEAM_SIZE = 16
+# The page's own limit on beams, below decoding's (`_constants.MAX_BEAM_SIZE`,
+# 1,024, what a Translator takes): the page draws every beam's candidates at
+# every step (the beam tree, the step table), which stops being readable, and
+# fast to answer, past 16.
+PAGE_MAX_BEAM_SIZE = 16
 MAX_TOP_K = 50  # alternatives per target position (and at most the vocabulary but padding)
 DEFAULT_TOP_K = 5
 _STEP_DIGITS = 7  # the alternatives' numbers: float32's precision, as `Translator.alternatives`
@@ -63,8 +67,9 @@ def check_request(text, beam_size=None, target=None, allow_blank=False):
         raise ValueError(f"`text` has {len(text)} characters; at most {MAX_TEXT_LENGTH} are "
                          "accepted.")
     if beam_size is not None and (isinstance(beam_size, bool) or not isinstance(beam_size, int)
-                                  or not 1 <= beam_size <= MAX_BEAM_SIZE):
-        raise ValueError(f"`beam_size` must be an integer from 1 to {MAX_BEAM_SIZE}; received "
+                                  or not 1 <= beam_size <= PAGE_MAX_BEAM_SIZE):
+        raise ValueError(f"`beam_size` must be an integer from 1 to {PAGE_MAX_BEAM_SIZE} (the "
+                         "page's limit: it draws every beam); received "
                          f"{beam_size!r:.60}.")
     if target is not None:
         if not isinstance(target, str):
@@ -448,6 +453,6 @@ def _round(x, digits=_DIGITS):
     return rounded.tolist() if rounded.ndim else float(rounded)
 
 
-__all__ = ["DEFAULT_TOP_K", "LOW_CONFIDENCE", "MAX_BEAM_SIZE", "MAX_TEXT_LENGTH", "MAX_TOP_K",
+__all__ = ["DEFAULT_TOP_K", "LOW_CONFIDENCE", "PAGE_MAX_BEAM_SIZE", "MAX_TEXT_LENGTH", "MAX_TOP_K",
            "MOSTLY_UNKNOWN", "analyze", "check_ids", "check_next_tokens", "check_request",
            "model_info", "next_tokens", "pack", "reliability", "unpack"]

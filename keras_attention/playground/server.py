@@ -31,9 +31,9 @@ import time
 
 from keras_attention.playground.analysis import (
     DEFAULT_TOP_K,
-    MAX_BEAM_SIZE,
     MAX_TEXT_LENGTH,
     MAX_TOP_K,
+    PAGE_MAX_BEAM_SIZE,
     analyze,
     model_info,
 )
@@ -109,7 +109,7 @@ class PlaygroundServer:
         examples = [str(e) for e in examples]
         self.info = {"model": model_info(translator.model, name),
                      "beam_size": translator.beam_size,
-                     "max_beam_size": MAX_BEAM_SIZE, "max_text_length": MAX_TEXT_LENGTH,
+                     "max_beam_size": PAGE_MAX_BEAM_SIZE, "max_text_length": MAX_TEXT_LENGTH,
                      "top_k": DEFAULT_TOP_K,
                      "max_top_k": min(MAX_TOP_K,
                                       translator.target_tokenizer.vocabulary_size - 1),

@@ -20,8 +20,8 @@ import tensorflow as tf
 from keras_attention import Translator
 from keras_attention.data.tokenizers import tokenize_with_end
 from keras_attention.playground import (
-    MAX_BEAM_SIZE,
     MAX_TEXT_LENGTH,
+    PAGE_MAX_BEAM_SIZE,
     PlaygroundServer,
     analyze,
     attention_html,
@@ -72,7 +72,8 @@ def test_info(playground_url, playground_translator):
     info = json.loads(body)
     model = playground_translator.model
     assert status == 200 and info["beam_size"] == playground_translator.beam_size
-    assert info["max_beam_size"] == MAX_BEAM_SIZE and info["max_text_length"] == MAX_TEXT_LENGTH
+    assert info["max_beam_size"] == PAGE_MAX_BEAM_SIZE
+    assert info["max_text_length"] == MAX_TEXT_LENGTH
     assert info["model"]["num_heads"] == model.num_heads
     assert info["model"]["num_encoder_layers"] == model.num_encoder_layers
     assert info["model"]["key_dim"] == model.d_model // model.num_heads
@@ -405,8 +406,9 @@ TOO_LONG = "a" * (MAX_TEXT_LENGTH + 1)
     ({"text": None}, None, 400, "`text` must be a string"),
     ({"text": "  "}, None, 400, "`text` is empty"),
     ({"text": TOO_LONG}, None, 400, f"at most {MAX_TEXT_LENGTH}"),
-    ({"text": "Hi.", "beam_size": 0}, None, 400, "from 1 to 16; received 0"),
-    ({"text": "Hi.", "beam_size": MAX_BEAM_SIZE + 1}, None, 400, "received 17"),
+    ({"text": "Hi.", "beam_size": 0}, None, 400,
+     "from 1 to 16 (the page's limit: it draws every beam); received 0"),
+    ({"text": "Hi.", "beam_size": PAGE_MAX_BEAM_SIZE + 1}, None, 400, "received 17"),
     ({"text": "Hi.", "beam_size": "2"}, None, 400, "received '2'"),
     ({"text": "Hi.", "beam_size": True}, None, 400, "received True"),
     ({"text": "Hi.", "target": 3}, None, 400, "`target` must be a string"),

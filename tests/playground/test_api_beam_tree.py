@@ -5,7 +5,7 @@ the value, and an empty tree for an empty sentence."""
 
 import pytest
 
-from keras_attention.playground import MAX_BEAM_SIZE, MAX_TEXT_LENGTH
+from keras_attention.playground import MAX_TEXT_LENGTH, PAGE_MAX_BEAM_SIZE
 from tests.helpers import api_call
 
 SENTENCE = "the red book is on the table ."
@@ -42,8 +42,9 @@ def test_an_empty_sentence_has_an_empty_tree(playground_url):
 
 
 @pytest.mark.parametrize("body, words", [
-    ({"text": SENTENCE, "beam_size": 0}, ["`beam_size`", f"from 1 to {MAX_BEAM_SIZE}", "0"]),
-    ({"text": SENTENCE, "beam_size": MAX_BEAM_SIZE + 1}, ["`beam_size`", str(MAX_BEAM_SIZE + 1)]),
+    ({"text": SENTENCE, "beam_size": 0}, ["`beam_size`", f"from 1 to {PAGE_MAX_BEAM_SIZE}", "0"]),
+    ({"text": SENTENCE, "beam_size": PAGE_MAX_BEAM_SIZE + 1},
+     ["`beam_size`", str(PAGE_MAX_BEAM_SIZE + 1), "the page's limit"]),
     ({"text": SENTENCE, "beam_size": "4"}, ["`beam_size`", "'4'"]),
     ({"text": SENTENCE, "beam_size": True}, ["`beam_size`", "True"]),
     ({"text": 5}, ["`text` must be a string", "int 5"]),
@@ -58,3 +59,13 @@ def test_bad_requests_are_400s_that_name_the_value(playground_url, body, words):
     for word in words:
         assert word in answer["error"], (word, answer["error"])
     assert api_call(playground_url, "api/beam_tree", {"text": ""})[0] == 200  # still serving
+
+
+@pytest.mark.backend_independent
+def test_the_pages_beam_limit_is_told_apart_from_decodings():
+    import keras_attention.playground as playground
+    from keras_attention._constants import MAX_BEAM_SIZE
+
+    assert PAGE_MAX_BEAM_SIZE == 16 < MAX_BEAM_SIZE == 1024
+    with pytest.warns(DeprecationWarning, match="PAGE_MAX_BEAM_SIZE"):
+        assert playground.MAX_BEAM_SIZE == PAGE_MAX_BEAM_SIZE
