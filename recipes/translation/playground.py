@@ -98,11 +98,12 @@ def main(argv=None):
 
     import_tensorflow()  # first: it hides the CUDA start-up noise of CPU-only machines
     from keras_attention import Translator
-    from keras_attention.playground import MAX_BEAM_SIZE, PlaygroundServer
+    from keras_attention.playground import PAGE_MAX_BEAM_SIZE, PlaygroundServer
     from keras_attention.translation import run_checkpoints
 
-    if args.beam_size is not None and args.beam_size > MAX_BEAM_SIZE:
-        parser.error(f"argument --beam-size: at most {MAX_BEAM_SIZE}; received {args.beam_size}")
+    if args.beam_size is not None and args.beam_size > PAGE_MAX_BEAM_SIZE:
+        parser.error(f"argument --beam-size: at most {PAGE_MAX_BEAM_SIZE} (the page's limit); "
+                     f"received {args.beam_size}")
     try:
         # The plain graph, not XLA: a visitor may pick any beam size and length,
         # and XLA would stop for a compilation (seconds) at each new one.
