@@ -18,10 +18,12 @@ from keras_attention.decoding import DecodingSettings, search
 
 
 class SearchSampler(keras_hub.samplers.Sampler):
-    """Beam search with the GNMT length penalty (greedy search for one
-    beam), as a keras-hub sampler for `TransformerSeq2SeqLM`, with the
-    decoding settings of the task it decodes for (`task.settings`: beam
-    size, length penalty, early stopping; it holds none of its own).
+    """Beam search with the task's length penalty (`length_penalty_form`:
+    GNMT's ((5 + |Y|) / 6)^alpha, or Marian's |Y|^alpha for converted
+    OPUS-MT models), greedy search for one beam, as a keras-hub sampler for
+    `TransformerSeq2SeqLM`, with the decoding settings of the task it decodes
+    for (`task.settings`: beam size, length penalty and its form, early
+    stopping; it holds none of its own).
 
     It needs the source, not only `next`: `TransformerSeq2SeqLM.generate_step`
     passes `model` and `encoder_token_ids`. It decodes from `[START]`: a

@@ -6,7 +6,8 @@ for the teacher-forced pass).
 Text in, text out: `translate` tokenizes with `tokenize_with_end` (the step
 the exported SavedModel runs too), decodes with `keras_attention.decoding.search`
 (greedy for one beam, beam search otherwise) and detokenizes. Its scores are
-the searches' own: log P(Y|X) / lp(Y) with the GNMT length penalty. The
+the searches' own: log P(Y|X) / lp(Y) with the settings' length penalty
+(GNMT's by default, or `length_penalty_form="power"`'s |Y|^alpha). The
 compiled work (the search, the tokenizers, the teacher-forced pass) is the
 model's `engine.Engine`'s.
 """
