@@ -89,9 +89,11 @@ def check_target_lengths(target_ids, max_length):
     checked that every row fits the model's `max_length` positions;
     otherwise InvalidArgument naming the first longer target's index, its
     length and the limit (`Engine.check_fits`' rule: a target is scored
-    whole, never cut)."""
+    whole, never cut). A target of exactly `max_length` tokens (a
+    translation cut at the length limit) is read without `[END]`, as the
+    search scored it (`forcing.target_ids`' rule)."""
     lengths = target_ids.row_lengths()  # [B]
-    too_long = lengths > max_length  # [B]
+    too_long = lengths > max_length + 1  # [B]
     # The first one's index and length (-1 and 0 when none: the batch may be empty).
     first = tf.concat([tf.where(too_long)[:, 0], [-1]], axis=0)[0]
     length = tf.concat([tf.boolean_mask(lengths, too_long), [0]], axis=0)[0]
@@ -103,7 +105,7 @@ def check_target_lengths(target_ids, max_length):
          "the sentence."],
         name="check_target_lengths")
     with tf.control_dependencies([check]):
-        return tf.ragged.map_flat_values(tf.identity, target_ids)
+        return tf.ragged.map_flat_values(tf.identity, target_ids[:, :max_length])
 
 
 _INTERFACE = ("model", "source_tokenizer", "target_tokenizer", "settings", "search_ids")

@@ -104,8 +104,8 @@ def check_ids(translator, ids, name, prefix):
     """`ids` (a JSON list of target ids) as a list of int. A `prefix` is
     checked no further here: `Translator.search` checks its ids (known,
     without `[END]`, shorter than the output). A translation's ids must be
-    target tokens, `[END]` only last (appended when missing), and fit the
-    model's positions."""
+    target tokens, `[END]` only last (appended when missing and there is
+    room), and fit the model's positions."""
     if not isinstance(ids, list) or not all(
             isinstance(t, int) and not isinstance(t, bool) for t in ids):
         raise TypeError(f"`{name}` must be a list of target token ids (integers); received "
@@ -120,8 +120,11 @@ def check_ids(translator, ids, name, prefix):
     if END_ID in ids[:-1]:
         raise ValueError(f"`{name}` holds the end token [END] (id {END_ID}) at position "
                          f"{ids.index(END_ID)}, before its last; a translation ends with it.")
-    ids = ids if ids and ids[-1] == END_ID else ids + [END_ID]
     limit = translator.model.max_length
+    # `[END]` appended where there is room: a translation cut at the length
+    # limit is `limit` ids without it, read as the search scored it.
+    if not ids or (ids[-1] != END_ID and len(ids) < limit):
+        ids = ids + [END_ID]
     if len(ids) > limit:
         raise ValueError(f"`{name}` has {len(ids)} tokens with [END]; the model reads at most "
                          f"{limit}.")

@@ -90,10 +90,12 @@ def target_ids(engine, targets, count, name="targets", names=None):
     """Each target of `targets` (a list of `count` str or id lists) as target
     ids, whole (`Engine.check_fits`: one longer than the model's positions
     is refused, naming `name[i]`, never cut): a str's tokens and `[END]`; an
-    id list as given, `[END]` appended when it has none and there is room (a
-    search that reached the length limit gives `max_length` ids without
-    `[END]`: they are read as they are, as the search scored them). `names`:
-    each target's name in errors (default `name[i]`)."""
+    id list as given, `[END]` appended when it has none and there is room.
+    A search that reached the length limit gives `max_length` tokens without
+    `[END]`: as ids or as its text (exactly `max_length` tokens, no room for
+    `[END]`), they are read as they are, as the search scored them, so that
+    a translation can always be given back. `names`: each target's name in
+    errors (default `name[i]`)."""
     names = names or [f"{name}[{i}]" for i in range(count)]
     targets = one_per(targets, count, name, "translations", "translations (str or id lists)")
     texts = [i for i, t in enumerate(targets) if isinstance(t, (str, bytes))]
@@ -102,7 +104,8 @@ def target_ids(engine, targets, count, name="targets", names=None):
         tokenized = engine.tokenize(as_sentences([targets[i] for i in texts], name),
                                     "target", whole=True)
         for i, row in zip(texts, tokenized):
-            rows[i] = row
+            # Exactly `max_length` tokens: a translation cut at the length limit.
+            rows[i] = row[:-1] if len(row) == engine.limit + 1 else row
     for i, target in enumerate(targets):
         if rows[i] is None:
             ids = _vocabulary_ids(engine.target_tokenizer, target, names[i])

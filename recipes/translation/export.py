@@ -34,7 +34,6 @@ import os
 if not __package__:  # run as a file, not with `python -m recipes.translation.export`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from keras_attention._constants import MAX_SERVING_VERSION  # noqa: E402
 from recipes.translation.config import (  # noqa: E402
     add_decoding_flags,
     decoding_overrides,
@@ -45,6 +44,9 @@ from recipes.translation.config import (  # noqa: E402
 # listed here so that --help needs no TensorFlow).
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int8_bfloat16", "int16",
                  "float16", "bfloat16", "float32")
+# TF Serving's largest version (int64; keras_attention._constants.MAX_SERVING_VERSION,
+# written here so that --help and the flag checks need no TensorFlow).
+MAX_SERVING_VERSION = 2**63 - 1
 SAVEDMODEL_ONLY = ("version", "beam_size", "length_penalty", "max_output_length",
                    "early_stopping", "dtype_policy")
 

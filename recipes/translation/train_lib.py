@@ -78,14 +78,15 @@ def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):
         lock.callback(keras.config.set_dtype_policy, keras.config.dtype_policy())
         # Everything is checked before anything is written: a refused command
         # leaves the workdir as it was, so the corrected one starts afresh.
-        config, corpus, resumed = _checked_start(config, workdir)
-        if resumed and os.path.exists(os.path.join(workdir, "metrics.json")):
-            return _finished_run(workdir)
+        # The strategy first: MultiWorkerMirroredStrategy must configure
+        # TensorFlow's runtime before any op runs (reading a streamed corpus
+        # in the checks runs some; building a model starts it).
         on_jax = _jax_strategy(config)
         strategy = (jax_distribution.distribution(on_jax, config.model_parallel)
                     if on_jax else make_strategy(config.strategy, tpu=config.tpu))
-        # After the strategy: building a model starts TensorFlow's runtime,
-        # which MultiWorkerMirroredStrategy must configure first.
+        config, corpus, resumed = _checked_start(config, workdir)
+        if resumed and os.path.exists(os.path.join(workdir, "metrics.json")):
+            return _finished_run(workdir)
         model_setup.check_model_settings(config)
         precision, jit_compile = _set_numerics(config, strategy, on_jax)
         chief = jax_distribution.process_index() == 0 if on_jax else is_chief(strategy)

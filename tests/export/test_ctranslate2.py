@@ -256,6 +256,9 @@ def test_quantization_lists_are_ctranslate2s():
     from recipes.translation import export
 
     assert set(QUANTIZATIONS) == set(export.QUANTIZATIONS) == set(ACCEPTED_MODEL_TYPES)
+    from keras_attention._constants import MAX_SERVING_VERSION
+
+    assert export.MAX_SERVING_VERSION == MAX_SERVING_VERSION  # (the flag's copy, TF-free)
 
 
 def test_export_command_rejects_savedmodel_options(capsys):
