@@ -199,8 +199,15 @@ def test_a_target_longer_than_the_positions_is_refused_by_every_method(translato
     too_long = limit + extra
     message = (r"`{}` is " + str(too_long) + r" target tokens long \(\[END\] included\); the "
                rf"model reads at most {limit}")
-    for target in (_target_of(translator, too_long), [5] * (too_long - 1) + [3],
-                   [5] * too_long):
+    targets = [[5] * (too_long - 1) + [3], [5] * too_long]
+    if extra == 1:
+        # Exactly max_length tokens of text: a translation cut at the length
+        # limit, read as the search scored it (no room for [END]), not refused.
+        (scored,) = translator.score(["I read."], [_target_of(translator, too_long)])
+        assert len(scored.ids) == limit and scored.ids[-1] != 3
+    else:
+        targets.append(_target_of(translator, too_long))
+    for target in targets:
         with pytest.raises(ValueError, match=message.format(re.escape("targets[1]"))):
             translator.score(["I eat.", "I read."], ["Como.", target])
         with pytest.raises(ValueError, match=message.format(re.escape("targets[1]"))):
@@ -265,8 +272,12 @@ def test_the_saved_model_reads_text_as_the_translator_does(tiny_export):
     fits = " ".join(["a"] * (limit - 1))
     scored = score(source=tf.constant(["a", "b"]), target=tf.constant(["a", fits]))
     assert scored["length"].numpy().tolist() == [2, limit]
+    # Exactly `limit` tokens (a translation cut at the length limit): read
+    # without [END], as the search scored it; one more is refused.
+    cut = score(source=tf.constant(["a"]), target=tf.constant([fits + " a"]))
+    assert cut["length"].numpy().tolist() == [limit]
     with pytest.raises(tf.errors.InvalidArgumentError,
-                       match=rf"`target` element\D+1\D+is\D+{limit + 1}\D+target tokens long"):
-        score(source=tf.constant(["a", "b"]), target=tf.constant(["a", fits + " a"]))
+                       match=rf"`target` element\D+1\D+is\D+{limit + 2}\D+target tokens long"):
+        score(source=tf.constant(["a", "b"]), target=tf.constant(["a", fits + " a a"]))
     empty = score(source=tf.constant([], tf.string), target=tf.constant([], tf.string))
     assert empty["length"].numpy().tolist() == []
