@@ -121,14 +121,13 @@ def check_ids(translator, ids, name, prefix):
         raise ValueError(f"`{name}` holds the end token [END] (id {END_ID}) at position "
                          f"{ids.index(END_ID)}, before its last; a translation ends with it.")
     limit = translator.model.max_length
-    # `[END]` appended where there is room: a translation cut at the length
-    # limit is `limit` ids without it, read as the search scored it.
-    if not ids or (ids[-1] != END_ID and len(ids) < limit):
-        ids = ids + [END_ID]
-    if len(ids) > limit:
-        raise ValueError(f"`{name}` has {len(ids)} tokens with [END]; the model reads at most "
-                         f"{limit}.")
-    return ids
+    with_end = ids if ids and ids[-1] == END_ID else ids + [END_ID]
+    if len(with_end) <= limit:
+        return with_end
+    if len(ids) == limit:  # a translation cut at the length limit: as the search scored it
+        return ids
+    raise ValueError(f"`{name}` has {len(with_end)} tokens with [END]; the model reads at most "
+                     f"{limit}.")
 
 
 def analyze(translator, text, beam_size=None, target=None, target_prefix=None, top_k=None,
