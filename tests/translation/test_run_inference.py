@@ -1,7 +1,7 @@
 """Batch translation on Apache Beam: `TranslatorModelHandler` under Beam's
 own `RunInference` (in this process, on the DirectRunner), and the pipeline
 command `recipes/translation/beam_translate.py` on 2 worker processes over a
-file of 20k lines, whose output equals `translate_file`'s line for line."""
+file of 3,000 lines, whose output equals `translate_file`'s line for line."""
 
 import json
 import os
@@ -117,12 +117,13 @@ def test_bad_input_and_inference_args_name_what_was_expected():
 
 
 def test_the_command_on_two_worker_processes_equals_translate_file(tmp_path):
-    """20k lines (blank ones among them) on the DirectRunner's 2 worker
+    """3,000 lines (blank ones among them) on the DirectRunner's 2 worker
     processes: every line number once in the records, the ordered text
     byte for byte `translate_file`'s output, the model loaded once per
     worker at most. (Greedy and at most 24 tokens: the pipeline is tested,
-    not the search, in half the time.)"""
-    sentences = [e.en for e in make_splits(sizes={"train": 0, "validation": 0, "test": 20_000},
+    not the search; 3,000 lines prove what 20,000 did, in a seventh of the
+    time.)"""
+    sentences = [e.en for e in make_splits(sizes={"train": 0, "validation": 0, "test": 3_000},
                                           seed=5)["test"]]
     for i in range(0, len(sentences), 97):
         sentences[i] = "" if i % 2 else "   "
@@ -148,4 +149,4 @@ def test_the_command_on_two_worker_processes_equals_translate_file(tmp_path):
                    beam_size=1, max_output_length=24, verbose=0)
     expected = (tmp_path / "reference.es").read_bytes()
     assert (tmp_path / "out" / "in.txt").read_bytes() == expected
-    assert len(set(expected.decode().splitlines())) > 1000  # real, varied translations
+    assert len(set(expected.decode().splitlines())) > 500  # real, varied translations
