@@ -13,6 +13,9 @@ What it writes, one folder per configuration under --out (default tests/fixtures
                       state_dict in torch's zip format: the static positions and the tied
                       aliases included) with the same tokenizer files; its references are
                       shared_swish's (the script checks that both load to the same logits);
+- shared_swish_h5/    the same model as transformers' TensorFlow weights (tf_model.h5, written
+                      by TFMarianMTModel.save_pretrained; needs tf-keras next to TensorFlow),
+                      with the same tokenizer files; checked to give the same logits;
 - separate_gelu/      separate source/target vocabularies (vocab.json + target_vocab.json,
                       `separate_vocabs` in tokenizer_config.json,
                       `share_encoder_decoder_embeddings=False`, as opus-mt-tc-big), "gelu";
@@ -558,6 +561,31 @@ def save_bin_copy(model, folder, source):
         raise SystemExit("pytorch_model.bin does not load back to the same model")
 
 
+def save_h5_copy(folder, source):
+    """transformers' TensorFlow checkpoint (tf_model.h5, Keras' HDF5 weights layout) of the
+    model in `source`, next to the same tokenizer files; checks TFMarianMTModel gives the
+    PyTorch model's logits (within 1e-4: TensorFlow's kernels round differently)."""
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # transformers' TF models need tf-keras
+    from transformers import TFMarianMTModel
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in source.iterdir():
+        if path.name not in ("model.safetensors", "reference.json", "logits.npz"):
+            shutil.copyfile(path, folder / path.name)
+    TFMarianMTModel.from_pretrained(source, from_pt=True).save_pretrained(folder)
+    for name in ("config.json", "generation_config.json"):  # (as the source's, not rewritten)
+        shutil.copyfile(source / name, folder / name)
+    loaded = TFMarianMTModel.from_pretrained(folder)
+    model = MarianMTModel.from_pretrained(source, attn_implementation="eager").eval()
+    ids, start = [[5, 6, 7, 0]], [[model.config.decoder_start_token_id, 5, 6]]
+    with torch.no_grad():
+        expected = model(input_ids=torch.tensor(ids),
+                         decoder_input_ids=torch.tensor(start)).logits.numpy()
+    got = loaded(input_ids=np.array(ids), decoder_input_ids=np.array(start)).logits.numpy()
+    if not np.allclose(got, expected, atol=1e-4, rtol=0):
+        raise SystemExit("tf_model.h5 does not load back to the same model")
+
+
 def make(out):
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
@@ -603,6 +631,10 @@ def make(out):
             if bin_folder.exists():
                 shutil.rmtree(bin_folder)
             save_bin_copy(model, bin_folder, folder)
+            h5_folder = out / "shared_swish_h5"
+            if h5_folder.exists():
+                shutil.rmtree(h5_folder)
+            save_h5_copy(h5_folder, folder)
         print(f"{name}: vocab {len(vocabs[0])}/{len(vocabs[1])}, pad {pad}")
         for example in reference["examples"]:
             print(f"  {example['source']!r}: greedy {example['greedy']['tokens']} "

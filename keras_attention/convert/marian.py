@@ -15,9 +15,10 @@ start token's, `[END]`'s is `"</s>"`'s), so every logit of a piece is the
 same number.
 
 The folder is Hugging Face's layout: `config.json` (`model_type: marian`),
-`model.safetensors` (or `pytorch_model.bin`, read without running code:
-`checkpoint_files`), `source.spm`, `target.spm`, `vocab.json` (and
-`target_vocab.json` with separate vocabularies), `generation_config.json`
+`model.safetensors` (or `pytorch_model.bin`, read without running code, or
+transformers' TensorFlow `tf_model.h5`: `checkpoint_files`), `source.spm`,
+`target.spm`, `vocab.json` (and `target_vocab.json` with separate vocabularies),
+`generation_config.json`
 (optional). Every field the converter reads from the JSON files is checked
 for its type and range (`config_fields`), every tensor by name, shape,
 dtype and finiteness: a bad one is a ValueError naming the file, the field
@@ -100,8 +101,11 @@ def marian_snapshot(handle):
         if not any(os.path.isfile(os.path.join(folder, name))
                    for name in ("model.safetensors", "model.safetensors.index.json")):
             # Only a pickle (into the same snapshot folder): read by the
-            # restricted reader, never run.
-            huggingface_hub.hf_hub_download(repo_id=repo_id, filename="pytorch_model.bin")
+            # restricted reader, never run; or only TensorFlow weights.
+            try:
+                huggingface_hub.hf_hub_download(repo_id=repo_id, filename="pytorch_model.bin")
+            except huggingface_hub.utils.EntryNotFoundError:
+                huggingface_hub.hf_hub_download(repo_id=repo_id, filename="tf_model.h5")
     except offline as e:
         why = ("huggingface_hub is offline (HF_HUB_OFFLINE is set)"
                if huggingface_hub.constants.HF_HUB_OFFLINE else
