@@ -189,6 +189,11 @@ def test_tensorflow_weights_are_read_as_pytorchs():
         np.testing.assert_array_equal(from_h5[name], array)
     model, *_, metadata = load_marian(str(folder))
     assert metadata["converted_from"]["weights_file"] == "tf_model.h5"
+    # the generation defaults it read, and from which file, are shown
+    assert metadata["converted_from"]["generation_defaults"] == {
+        "file": "generation_config.json", "num_beams": 4, "max_length": 32,
+        "bad_words_ids": [[97]]}
+    assert metadata["converted_from"]["target_language_tokens"] == []
     for a, b in zip(model.get_weights(), _translator("shared_swish").model.get_weights()):
         np.testing.assert_array_equal(a, b)
 
