@@ -566,8 +566,13 @@ def save_h5_copy(folder, source):
     model in `source`, next to the same tokenizer files; checks TFMarianMTModel gives the
     PyTorch model's logits (within 1e-4: TensorFlow's kernels round differently)."""
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # transformers' TF models need tf-keras
-    from transformers import TFMarianMTModel
-
+    try:
+        from transformers import TFMarianMTModel
+    except ImportError:  # transformers 5 has no TensorFlow models: the folder is left as it is
+        print(f"{folder.name}: not remade (needs transformers < 5 with TensorFlow and tf-keras)")
+        return
+    if folder.exists():
+        shutil.rmtree(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for path in source.iterdir():
         if path.name not in ("model.safetensors", "reference.json", "logits.npz"):
@@ -631,10 +636,7 @@ def make(out):
             if bin_folder.exists():
                 shutil.rmtree(bin_folder)
             save_bin_copy(model, bin_folder, folder)
-            h5_folder = out / "shared_swish_h5"
-            if h5_folder.exists():
-                shutil.rmtree(h5_folder)
-            save_h5_copy(h5_folder, folder)
+            save_h5_copy(out / "shared_swish_h5", folder)
         print(f"{name}: vocab {len(vocabs[0])}/{len(vocabs[1])}, pad {pad}")
         for example in reference["examples"]:
             print(f"  {example['source']!r}: greedy {example['greedy']['tokens']} "
