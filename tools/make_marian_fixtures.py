@@ -352,13 +352,15 @@ def write_tokenizer(folder, spms, vocabs, separate, target_lang):
     write_json(folder / "special_tokens_map.json", SPECIAL_TOKENS)
 
 
-def randomize(model, seed, eos_id, eos_bias):
+def randomize(model, seed, eos_id, eos_bias, embedding_std=EMBEDDING_STD, gains=GAINS,
+              bias_std=0.2, logits_bias_std=1.0):
     """Decisive random weights, every parameter drawn again: the biases and LayerNorms too
     (transformers sets them to 0 and 1) and the <pad> rows (it zeroes them). LayerNorm gains
     are N(0, 1), random in sign: with gains near 1 the tied output projection favours the
     previous token and greedy search repeats one token. Attention and FFN weights are
     N(0, gain**2 / fan_in). final_logits_bias is N(0, 1) with `eos_bias` added to </s>, so that
-    sentences end, at mixed lengths."""
+    sentences end, at mixed lengths. (The other arguments change these scales: the defaults are
+    the fixtures'; tools/marian_interop_reference.py sets its own for a 512-d model.)"""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
@@ -368,14 +370,14 @@ def randomize(model, seed, eos_id, eos_bias):
             if "layer_norm" in name and name.endswith("weight"):
                 parameter.copy_(noise)
             elif name.endswith("bias"):
-                parameter.copy_(0.2 * noise)
+                parameter.copy_(bias_std * noise)
             elif "embed_tokens" in name or "shared" in name:
-                parameter.copy_(EMBEDDING_STD * noise)
+                parameter.copy_(embedding_std * noise)
             else:
-                gain = GAINS["cross" if "encoder_attn" in name else
+                gain = gains["cross" if "encoder_attn" in name else
                              "ffn" if ".fc" in name else "attention"]
                 parameter.copy_(gain / math.sqrt(parameter.shape[1]) * noise)
-        bias = torch.randn(model.final_logits_bias.shape, generator=generator)
+        bias = logits_bias_std * torch.randn(model.final_logits_bias.shape, generator=generator)
         bias[0, eos_id] += eos_bias
         model.final_logits_bias.copy_(bias)
 
