@@ -46,6 +46,8 @@ project's):
     python3 -m venv /work/hf-venv
     /work/hf-venv/bin/pip install torch==2.13.0 transformers sentencepiece safetensors numpy
     /work/hf-venv/bin/python tools/make_marian_fixtures.py [--out tests/fixtures/marian]
+shared_swish_h5 needs transformers 4.x with tf-keras: tests/interop.py installs such an
+environment (`PYTHONPATH=$(python -m tests.interop):. python tools/make_marian_fixtures.py`).
 
 The committed files were made with torch 2.13.0+cpu, transformers 5.25.0, sentencepiece 0.2.3,
 safetensors 0.8.0, numpy 2.4.6 (Python 3.11); tests/convert/test_marian_fixtures_regenerate.py

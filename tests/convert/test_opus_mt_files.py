@@ -4,8 +4,8 @@ opus-mt-en-mg and opus-mt-tc-big-en-pt, no weights): their configs give the
 real shapes, their generation defaults are read where transformers reads
 them (an old config.json; a generation_config.json), and a multilingual
 model's target-language tokens (`>>por<<`) are one token each. No
-PyTorch and no weights (transformers' outputs on random weights of these
-shapes are not compared yet: tests/fixtures/marian/ holds the compared ones)."""
+PyTorch and no weights here (tests/convert/test_interop.py compares
+transformers' own outputs on random weights of opus-mt-en-mg's shapes)."""
 
 import gzip
 import pathlib
