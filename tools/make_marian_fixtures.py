@@ -13,6 +13,9 @@ What it writes, one folder per configuration under --out (default tests/fixtures
                       state_dict in torch's zip format: the static positions and the tied
                       aliases included) with the same tokenizer files; its references are
                       shared_swish's (the script checks that both load to the same logits);
+- shared_swish_h5/    the same model as transformers' TensorFlow weights (tf_model.h5, written
+                      by TFMarianMTModel.save_pretrained; needs tf-keras next to TensorFlow),
+                      with the same tokenizer files; checked to give the same logits;
 - separate_gelu/      separate source/target vocabularies (vocab.json + target_vocab.json,
                       `separate_vocabs` in tokenizer_config.json,
                       `share_encoder_decoder_embeddings=False`, as opus-mt-tc-big), "gelu";
@@ -43,6 +46,8 @@ project's):
     python3 -m venv /work/hf-venv
     /work/hf-venv/bin/pip install torch==2.13.0 transformers sentencepiece safetensors numpy
     /work/hf-venv/bin/python tools/make_marian_fixtures.py [--out tests/fixtures/marian]
+shared_swish_h5 needs transformers 4.x with tf-keras: tests/interop.py installs such an
+environment (`PYTHONPATH=$(python -m tests.interop):. python tools/make_marian_fixtures.py`).
 
 The committed files were made with torch 2.13.0+cpu, transformers 5.25.0, sentencepiece 0.2.3,
 safetensors 0.8.0, numpy 2.4.6 (Python 3.11); tests/convert/test_marian_fixtures_regenerate.py
@@ -349,13 +354,15 @@ def write_tokenizer(folder, spms, vocabs, separate, target_lang):
     write_json(folder / "special_tokens_map.json", SPECIAL_TOKENS)
 
 
-def randomize(model, seed, eos_id, eos_bias):
+def randomize(model, seed, eos_id, eos_bias, embedding_std=EMBEDDING_STD, gains=GAINS,
+              bias_std=0.2, logits_bias_std=1.0):
     """Decisive random weights, every parameter drawn again: the biases and LayerNorms too
     (transformers sets them to 0 and 1) and the <pad> rows (it zeroes them). LayerNorm gains
     are N(0, 1), random in sign: with gains near 1 the tied output projection favours the
     previous token and greedy search repeats one token. Attention and FFN weights are
     N(0, gain**2 / fan_in). final_logits_bias is N(0, 1) with `eos_bias` added to </s>, so that
-    sentences end, at mixed lengths."""
+    sentences end, at mixed lengths. (The other arguments change these scales: the defaults are
+    the fixtures'; tools/marian_interop_reference.py sets its own for a 512-d model.)"""
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, parameter in model.named_parameters():
@@ -365,14 +372,14 @@ def randomize(model, seed, eos_id, eos_bias):
             if "layer_norm" in name and name.endswith("weight"):
                 parameter.copy_(noise)
             elif name.endswith("bias"):
-                parameter.copy_(0.2 * noise)
+                parameter.copy_(bias_std * noise)
             elif "embed_tokens" in name or "shared" in name:
-                parameter.copy_(EMBEDDING_STD * noise)
+                parameter.copy_(embedding_std * noise)
             else:
-                gain = GAINS["cross" if "encoder_attn" in name else
+                gain = gains["cross" if "encoder_attn" in name else
                              "ffn" if ".fc" in name else "attention"]
                 parameter.copy_(gain / math.sqrt(parameter.shape[1]) * noise)
-        bias = torch.randn(model.final_logits_bias.shape, generator=generator)
+        bias = logits_bias_std * torch.randn(model.final_logits_bias.shape, generator=generator)
         bias[0, eos_id] += eos_bias
         model.final_logits_bias.copy_(bias)
 
@@ -558,6 +565,36 @@ def save_bin_copy(model, folder, source):
         raise SystemExit("pytorch_model.bin does not load back to the same model")
 
 
+def save_h5_copy(folder, source):
+    """transformers' TensorFlow checkpoint (tf_model.h5, Keras' HDF5 weights layout) of the
+    model in `source`, next to the same tokenizer files; checks TFMarianMTModel gives the
+    PyTorch model's logits (within 1e-4: TensorFlow's kernels round differently)."""
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")  # transformers' TF models need tf-keras
+    try:
+        from transformers import TFMarianMTModel
+    except ImportError:  # transformers 5 has no TensorFlow models: the folder is left as it is
+        print(f"{folder.name}: not remade (needs transformers < 5 with TensorFlow and tf-keras)")
+        return
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in source.iterdir():
+        if path.name not in ("model.safetensors", "reference.json", "logits.npz"):
+            shutil.copyfile(path, folder / path.name)
+    TFMarianMTModel.from_pretrained(source, from_pt=True).save_pretrained(folder)
+    for name in ("config.json", "generation_config.json"):  # (as the source's, not rewritten)
+        shutil.copyfile(source / name, folder / name)
+    loaded = TFMarianMTModel.from_pretrained(folder)
+    model = MarianMTModel.from_pretrained(source, attn_implementation="eager").eval()
+    ids, start = [[5, 6, 7, 0]], [[model.config.decoder_start_token_id, 5, 6]]
+    with torch.no_grad():
+        expected = model(input_ids=torch.tensor(ids),
+                         decoder_input_ids=torch.tensor(start)).logits.numpy()
+    got = loaded(input_ids=np.array(ids), decoder_input_ids=np.array(start)).logits.numpy()
+    if not np.allclose(got, expected, atol=1e-4, rtol=0):
+        raise SystemExit("tf_model.h5 does not load back to the same model")
+
+
 def make(out):
     transformers.logging.set_verbosity_error()
     transformers.logging.disable_progress_bar()
@@ -603,6 +640,7 @@ def make(out):
             if bin_folder.exists():
                 shutil.rmtree(bin_folder)
             save_bin_copy(model, bin_folder, folder)
+            save_h5_copy(out / "shared_swish_h5", folder)
         print(f"{name}: vocab {len(vocabs[0])}/{len(vocabs[1])}, pad {pad}")
         for example in reference["examples"]:
             print(f"  {example['source']!r}: greedy {example['greedy']['tokens']} "

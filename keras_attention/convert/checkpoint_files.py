@@ -19,6 +19,9 @@ size.
   tensor's offset, size and strides are checked against its storage, and the
   tensors together may not hold more bytes than the storages they read.
   PyTorch's pre-1.6 non-zip format is refused too.
+- `tf_model.h5` (transformers' TensorFlow weights, Keras' HDF5 layout), when
+  there is neither: `hdf5_checkpoint`, which refuses links to other files,
+  virtual and external datasets and sizes past the file's.
 """
 
 import collections
@@ -31,6 +34,12 @@ import pickletools
 import zipfile
 
 import numpy as np
+
+from keras_attention.convert.hdf5_checkpoint import (  # noqa: F401 (the readers' one door)
+    HDF5_FILE,
+    HDF5_INDEX_FILE,
+    read_tf_h5,
+)
 
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX_FILE = "model.safetensors.index.json"
@@ -57,9 +66,14 @@ def read_checkpoint(directory):
         return _read_sharded_safetensors(directory, index), SAFETENSORS_INDEX_FILE
     if os.path.isfile(os.path.join(directory, PYTORCH_FILE)):
         return read_pytorch_bin(os.path.join(directory, PYTORCH_FILE)), PYTORCH_FILE
-    raise FileNotFoundError(f"{directory} has no weights this package reads: expected "
-                            f"{SAFETENSORS_FILE} (or a sharded one with {SAFETENSORS_INDEX_FILE}) "
-                            f"or {PYTORCH_FILE}.")
+    if os.path.isfile(os.path.join(directory, HDF5_FILE)):
+        return read_tf_h5(os.path.join(directory, HDF5_FILE)), HDF5_FILE
+    sharded = (f" ({HDF5_INDEX_FILE}: sharded TensorFlow weights are not read; convert them "
+               "to safetensors)" if os.path.isfile(os.path.join(directory, HDF5_INDEX_FILE))
+               else "")
+    raise FileNotFoundError(f"{directory} has no weights this package reads{sharded}: expected "
+                            f"{SAFETENSORS_FILE} (or a sharded one with {SAFETENSORS_INDEX_FILE}), "
+                            f"{PYTORCH_FILE} or {HDF5_FILE}.")
 
 
 def _describe(error):

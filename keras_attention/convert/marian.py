@@ -15,9 +15,10 @@ start token's, `[END]`'s is `"</s>"`'s), so every logit of a piece is the
 same number.
 
 The folder is Hugging Face's layout: `config.json` (`model_type: marian`),
-`model.safetensors` (or `pytorch_model.bin`, read without running code:
-`checkpoint_files`), `source.spm`, `target.spm`, `vocab.json` (and
-`target_vocab.json` with separate vocabularies), `generation_config.json`
+`model.safetensors` (or `pytorch_model.bin`, read without running code, or
+transformers' TensorFlow `tf_model.h5`: `checkpoint_files`), `source.spm`,
+`target.spm`, `vocab.json` (and `target_vocab.json` with separate vocabularies),
+`generation_config.json`
 (optional). Every field the converter reads from the JSON files is checked
 for its type and range (`config_fields`), every tensor by name, shape,
 dtype and finiteness: a bad one is a ValueError naming the file, the field
@@ -26,14 +27,13 @@ or tensor and the value.
 
 import json
 import os
+import re
 
 import numpy as np
 
 from keras_attention._constants import (
-    MAX_BEAM_SIZE,
     MAX_DEPTH,
     MAX_LAYERS,
-    MAX_LENGTH_PENALTY,
     MAX_POSITIONS,
     MAX_TENSOR_SIZE,
     MAX_VOCABULARY_SIZE,
@@ -43,6 +43,12 @@ from keras_attention._constants import (
 )
 from keras_attention.convert.checkpoint_files import FLOAT_DTYPES, read_checkpoint
 from keras_attention.convert.config_fields import Fields, read_json_file
+from keras_attention.convert.marian_generation import (  # noqa: F401 (the converter's API)
+    GENERATION_FIELDS,
+    decoding_settings,
+    generation_defaults,
+    never_generated,
+)
 
 MODEL_TYPE = "marian"
 # Hugging Face's activation names -> Keras' (exact GELU: keras' default).
@@ -53,6 +59,15 @@ _SPECIAL = {"eos": "</s>", "unk": "<unk>", "pad": "<pad>"}
 # is 0 in float32, so the softmax is transformers' renormalized one; finite
 # in float16 and bfloat16, and small enough in a label-smoothed loss.
 NEVER_GENERATED_BIAS = -1e4
+# Fields of the first (BART-era) Marian configs, with the only value a
+# Marian model has: (name, value, what the other value would mean).
+OLD_FIELDS = (
+    ("static_position_embeddings", True, "false asks for learned positions"),
+    ("normalize_embedding", False, "true asks for a LayerNorm of the embeddings"),
+    ("normalize_before", False, "true asks for pre-LN blocks (a LayerNorm before each "
+                                "sublayer)"),
+    ("add_final_layer_norm", False, "true asks for a LayerNorm after each stack"),
+)
 # The files of a Hugging Face Marian model that the converter reads.
 MARIAN_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "vocab.json",
                 "target_vocab.json", "source.spm", "target.spm", "model.safetensors",
@@ -100,8 +115,11 @@ def marian_snapshot(handle):
         if not any(os.path.isfile(os.path.join(folder, name))
                    for name in ("model.safetensors", "model.safetensors.index.json")):
             # Only a pickle (into the same snapshot folder): read by the
-            # restricted reader, never run.
-            huggingface_hub.hf_hub_download(repo_id=repo_id, filename="pytorch_model.bin")
+            # restricted reader, never run; or only TensorFlow weights.
+            try:
+                huggingface_hub.hf_hub_download(repo_id=repo_id, filename="pytorch_model.bin")
+            except huggingface_hub.utils.EntryNotFoundError:
+                huggingface_hub.hf_hub_download(repo_id=repo_id, filename="tf_model.h5")
     except offline as e:
         why = ("huggingface_hub is offline (HF_HUB_OFFLINE is set)"
                if huggingface_hub.constants.HF_HUB_OFFLINE else
@@ -183,7 +201,7 @@ class MarianVocabulary:
 def read_marian_folder(directory):
     """`(config, vocabularies, generation_config, tokenizer_config)` of a
     Marian folder, checked: `vocabularies` is `(source, target)`
-    `MarianVocabulary`s."""
+    `MarianVocabulary`s; `generation_config` None when the folder has none."""
     fields = _fields(directory, "config.json")
     fields.choice("model_type", [MODEL_TYPE], None)
     for name in ("_name_or_path", "transformers_version"):  # (the converted model's metadata)
@@ -202,7 +220,8 @@ def read_marian_folder(directory):
     if pad not in (None, target.pad_id):
         raise ValueError(f"{directory}/config.json's pad_token_id {pad} is "
                          f"not {target_file}'s '<pad>' ({target.pad_id}).")
-    generation = _fields(directory, "generation_config.json", required=False).values
+    generation = _read_json(directory, "generation_config.json", required=False)
+    Fields(generation, os.path.join(directory, "generation_config.json"))  # (an object)
     return fields.values, (source, target), generation, tokenizer.values
 
 
@@ -226,11 +245,13 @@ def transformer_arguments(config, vocabularies, directory=""):
     if d % heads:
         raise fields.fail("encoder_attention_heads", heads, f"a divisor of d_model ({d})")
     activation = fields.string("activation_function", "gelu", choices=ACTIVATIONS)
-    if (not fields.boolean("static_position_embeddings", True)
-            or fields.boolean("normalize_embedding", False)):
-        raise ValueError(f"{fields.path} asks for learned positions or an embedding "
-                         "LayerNorm, which Marian models do not have; it is not a Marian model "
-                         "this converter knows.")
+    for name, marian, meaning in OLD_FIELDS:
+        if fields.boolean(name, marian) != marian:
+            raise fields.fail(name, not marian, f"{str(marian).lower()}: {meaning}, which "
+                              "Marian models do not have. transformers' MarianMTModel ignores "
+                              "the field (it would run these weights as a post-LN model with "
+                              "static positions, not as they were trained), so the model is "
+                              "refused rather than converted into something else")
     source, target = vocabularies
     shared = fields.boolean("share_encoder_decoder_embeddings", True)
     if shared and source.tokens != target.tokens:
@@ -274,11 +295,12 @@ def transformer_arguments(config, vocabularies, directory=""):
     )
 
 
-def marian_weights(tensors, arguments, vocabularies, path):
+def marian_weights(tensors, arguments, vocabularies, path, banned=()):
     """Our weight paths -> arrays, from a Marian checkpoint's `tensors`.
 
     Every tensor is used once (tied copies must be equal); a missing one, an
-    extra one or a wrong shape is a ValueError naming it."""
+    extra one or a wrong shape is a ValueError naming it. `banned`: the
+    target's Marian ids never generated (`bad_words_ids`)."""
     originals = {(k[len("model."):] if k.startswith("model.") else k): k for k in tensors}
     tensors = {name: _float32(tensors[original], original, path)
                for name, original in originals.items()}
@@ -335,6 +357,7 @@ def marian_weights(tensors, arguments, vocabularies, path):
     # `bad_words_ids`, or `adjust_logits_during_generation` in earlier
     # versions, and renormalizes): our `[PAD]` and `[START]` are its rows.
     bias[[PAD_ID, START_ID]] = NEVER_GENERATED_BIAS
+    bias[target.to_ours(list(banned))] = NEVER_GENERATED_BIAS  # (`bad_words_ids`)
     if tie:
         weights[f"{decoder_prefix}/output_bias"] = bias
     else:
@@ -413,40 +436,12 @@ def _check_positions(table, d, path, name):
                          "cosines); this converter cannot represent other positions.")
 
 
-def decoding_settings(generation, config, max_length, directory=""):
-    """`DecodingSettings` arguments of a Marian `generation_config.json`
-    (falling back to `config.json`, as transformers does), every field
-    checked: its beams, its length penalty in transformers' form
-    (log P(Y|X) / |Y|^alpha, alpha 1.0 when unset:
-    `length_penalty_form="power"`), its `early_stopping` (the same names and
-    meanings) and its `max_length`."""
-    files = (Fields(generation, os.path.join(directory, "generation_config.json")),
-             Fields(config, os.path.join(directory, "config.json")))
-
-    def fields(name):  # the file that sets `name`
-        return next((f for f in files if name in f), files[0])
-
-    settings = {"beam_size": fields("num_beams").integer(
-                    "num_beams", 1, maximum=MAX_BEAM_SIZE, allow_none=True) or 1,
-                "length_penalty": fields("length_penalty").number(
-                    "length_penalty", 1.0, maximum=MAX_LENGTH_PENALTY),
-                "length_penalty_form": "power",
-                # transformers' names and meanings
-                "early_stopping": fields("early_stopping").choice(
-                    "early_stopping", [True, False, "never"], False)}
-    # transformers counts the decoder start token: 2 gives one token
-    limit = fields("max_length").integer("max_length", None, minimum=2, allow_none=True)
-    if limit is not None:
-        settings["max_output_length"] = min(limit - 1, max_length)
-    return settings
-
-
 def load_marian(directory, model_class=None):
     """`(model, source_tokenizer, target_tokenizer, settings, metadata)`: a
     Hugging Face Marian folder converted (see the module's docstring);
     `model_class`: `Transformer` (the default) or a subclass (keras-hub's
     `TransformerBackbone`)."""
-    from keras_attention.data.marian_tokenizer import MarianTokenizer
+    from keras_attention.data.marian_tokenizer import LANGUAGE_CODE_PATTERN, MarianTokenizer
     from keras_attention.models import Transformer
 
     model_class = model_class or Transformer
@@ -454,9 +449,11 @@ def load_marian(directory, model_class=None):
     config, vocabularies, generation, tokenizer_config = read_marian_folder(directory)
     arguments = transformer_arguments(config, vocabularies, directory)
     settings = decoding_settings(generation, config, arguments["max_length"], directory)
+    defaults, defaults_file = generation_defaults(generation, config, directory)
+    banned = never_generated(defaults, vocabularies[1])
     tensors, file_name = read_checkpoint(directory)
     weights = marian_weights(tensors, arguments, vocabularies,
-                             os.path.join(directory, file_name))
+                             os.path.join(directory, file_name), banned)
     model = model_class(**arguments, name="marian")
     variables = {v.path: v for v in model.weights}
     if set(variables) != set(weights):  # (a converter bug, not a file's)
@@ -474,7 +471,14 @@ def load_marian(directory, model_class=None):
     metadata = {"converted_from": {
         "format": "Hugging Face Marian", "directory": os.path.abspath(directory),
         "weights_file": file_name, "name_or_path": config.get("_name_or_path"),
+        # what transformers would generate with, and from which file
+        "generation_defaults": {"file": defaults_file, **{
+            name: defaults.values[name] for name in GENERATION_FIELDS if name in defaults}},
         "transformers_version": config.get("transformers_version"),
+        # a multilingual model's target-language tokens (">>por<<"), which a
+        # source text starts with to choose the language
+        "target_language_tokens": [t for t in vocabularies[0].tokens
+                                   if re.fullmatch(LANGUAGE_CODE_PATTERN, t)],
         "languages": ([tokenizer_config["source_lang"], tokenizer_config["target_lang"]]
                       if tokenizer_config.get("source_lang") and tokenizer_config.get(
                           "target_lang") else None)}}

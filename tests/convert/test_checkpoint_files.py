@@ -261,3 +261,135 @@ def test_a_sharded_index_names_its_shards_and_their_tensors(tmp_path, weight_map
     index.write_text(json.dumps({"weight_map": {"w": "a.safetensors"}}))
     tensors, name = checkpoint_files.read_checkpoint(str(tmp_path))
     np.testing.assert_array_equal(tensors["w"], VALUES.reshape(4, 6))
+
+
+H5 = FIXTURES / "shared_swish_h5" / "tf_model.h5"
+
+
+def _read_h5(path):
+    """`read_tf_h5`'s answer: its arrays, or its ValueError naming the file."""
+    try:
+        arrays = checkpoint_files.read_tf_h5(str(path))
+    except ValueError as e:
+        assert str(path) in str(e), e
+        return e
+    assert sum(a.nbytes for a in arrays.values()) <= path.stat().st_size
+    return arrays
+
+
+def _keras_h5(path, change=None):
+    """A Keras weights file (the layout `tf_model.h5` has) with one weight
+    `model/w/kernel:0`, or with `change` made to it."""
+    import h5py
+
+    other = path.parent / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["w"] = VALUES.reshape(4, 6)
+    with h5py.File(path, "w") as f:
+        f.attrs["layer_names"] = [b"model"]
+        group = f.create_group("model")
+        group.attrs["weight_names"] = [b"w/kernel:0"]
+        inner = group.create_group("w")
+        if change == "soft_link":
+            group["real"] = VALUES.reshape(4, 6)
+            inner["kernel:0"] = h5py.SoftLink("/model/real")
+        elif change == "external_link":
+            inner["kernel:0"] = h5py.ExternalLink(str(other), "/w")
+        elif change == "virtual":
+            layout = h5py.VirtualLayout(shape=(4, 6), dtype="f4")
+            layout[:] = h5py.VirtualSource(str(other), "w", shape=(4, 6))
+            inner.create_virtual_dataset("kernel:0", layout)
+        elif change == "external_storage":
+            raw = path.parent / "raw.bin"
+            raw.write_bytes(VALUES.tobytes())
+            inner.create_dataset("kernel:0", (4, 6), "f4", external=[(str(raw), 0, 96)])
+        elif change == "bomb":  # 1 GiB of zeros, compressed into a few kilobytes
+            inner.create_dataset("kernel:0", (2**14, 2**14), "f4", chunks=(1024, 1024),
+                                 compression="gzip", fillvalue=0.0)
+            inner["kernel:0"][:1024, :1024] = 0.0
+        elif change in ("int32", "complex64", "S8"):
+            inner["kernel:0"] = VALUES.reshape(4, 6).astype(change)
+        elif change == "empty":  # HDF5's null dataspace: no shape at all
+            inner.create_dataset("kernel:0", data=h5py.Empty("f4"))
+        elif change == "group":
+            inner.create_group("kernel:0")
+        elif change == "missing":
+            inner["bias:0"] = VALUES
+        elif change == "duplicate":
+            inner["kernel:0"] = VALUES.reshape(4, 6)
+            group.attrs["weight_names"] = [b"w/kernel:0", b"w/kernel:0"]
+        elif change == "parent":
+            inner["kernel:0"] = VALUES.reshape(4, 6)
+            group.attrs["weight_names"] = [b"../model/w/kernel:0"]
+        elif change == "names":
+            inner["kernel:0"] = VALUES.reshape(4, 6)
+            group.attrs["weight_names"] = np.arange(3)
+        elif change == "no_layer_names":
+            inner["kernel:0"] = VALUES.reshape(4, 6)
+            del f.attrs["layer_names"]
+        else:
+            inner["kernel:0"] = VALUES.reshape(4, 6)
+    return path
+
+
+def test_a_keras_weights_file_reads_as_pytorch_names(tmp_path):
+    """(The writer the cases below change is right: its kernel reads back
+    transposed, under PyTorch's name.)"""
+    arrays = _read_h5(_keras_h5(tmp_path / "good.h5"))
+    assert list(arrays) == ["w.weight"]
+    np.testing.assert_array_equal(arrays["w.weight"], VALUES.reshape(4, 6).T)
+
+
+@pytest.mark.parametrize("change, message", [
+    ("soft_link", "a soft link"), ("external_link", "an external link"),
+    ("virtual", "virtual dataset"), ("external_storage", "external files"),
+    ("bomb", "more than the file"), ("int32", "dtype int32"), ("complex64", "dtype complex64"),
+    ("S8", "dtype |S8"), ("empty", "no shape"), ("group", "not a dataset"),
+    ("missing", "lacks the weight"), ("duplicate", "no name of its own"),
+    ("parent", "not a path of datasets"), ("names", "not a name"),
+    ("no_layer_names", "no layer_names"),
+])
+def test_keras_weights_that_reach_outside_or_lie_are_refused(tmp_path, change, message):
+    """A link (soft, or to another file), a virtual or externally stored
+    dataset, a dataset larger than the file (compressed), a dtype or rank
+    no weight has, no shape, a name that is not a dataset's: a ValueError naming the
+    file and the defect, before anything is read."""
+    result = _read_h5(_keras_h5(tmp_path / "w.h5", change))
+    assert isinstance(result, ValueError) and message in str(result), result
+
+
+def test_truncated_and_altered_tensorflow_weights_are_refused_or_read(tmp_path):
+    """Seeded: 60 copies of a real tf_model.h5, truncated anywhere, or with 1
+    to 8 bytes of its weights' values changed: a ValueError naming the
+    file, or arrays within the file's size. (Bytes of HDF5's own structures
+    are not mutated at random: that tests the HDF5 library, not this
+    reader; the structured cases above alter them on purpose.)"""
+    import h5py
+
+    rng = random.Random(11)
+    data = H5.read_bytes()
+    with h5py.File(H5, "r") as f:
+        values = [(d.id.get_offset(), d.id.get_storage_size()) for d in _datasets(f)]
+    outcomes = {"refused": 0, "read": 0}
+    for i in range(60):
+        mutated = bytearray(data)
+        if i % 2:
+            mutated = mutated[:rng.randrange(len(data))]
+        else:
+            for _ in range(rng.randint(1, 8)):
+                offset, size = rng.choice(values)
+                mutated[offset + rng.randrange(size)] = rng.randrange(256)
+        path = tmp_path / f"{i}.h5"
+        path.write_bytes(bytes(mutated))
+        outcomes["refused" if isinstance(_read_h5(path), ValueError) else "read"] += 1
+        path.unlink()
+    assert outcomes["refused"] >= 30 and outcomes["read"] >= 20, outcomes
+
+
+def _datasets(group):
+    import h5py
+
+    found = []
+    group.visititems(lambda name, node: found.append(node)
+                     if isinstance(node, h5py.Dataset) else None)
+    return found

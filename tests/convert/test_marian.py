@@ -175,6 +175,29 @@ def test_a_pickle_is_read_as_tensors_only(tmp_path):
         checkpoint_files.read_pytorch_bin(str(legacy))
 
 
+def test_tensorflow_weights_are_read_as_pytorchs():
+    """`tf_model.h5` (what TFMarianMTModel.save_pretrained writes: Keras'
+    HDF5 layout, kernels as (in, out)) alone in a folder converts to the
+    same weights as the model's `model.safetensors`."""
+    folder = FIXTURES / "shared_swish_h5"
+    assert not any((folder / n).exists() for n in ("model.safetensors", "pytorch_model.bin"))
+    from_h5, name = checkpoint_files.read_checkpoint(str(folder))
+    from_safetensors = checkpoint_files.read_safetensors(
+        str(FIXTURES / "shared_swish" / "model.safetensors"))
+    assert name == "tf_model.h5"
+    for name, array in from_safetensors.items():
+        np.testing.assert_array_equal(from_h5[name], array)
+    model, *_, metadata = load_marian(str(folder))
+    assert metadata["converted_from"]["weights_file"] == "tf_model.h5"
+    # the generation defaults it read, and from which file, are shown
+    assert metadata["converted_from"]["generation_defaults"] == {
+        "file": "generation_config.json", "num_beams": 4, "max_length": 32,
+        "bad_words_ids": [[97]]}
+    assert metadata["converted_from"]["target_language_tokens"] == []
+    for a, b in zip(model.get_weights(), _translator("shared_swish").model.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
 def test_a_missing_or_extra_tensor_is_named(tmp_path):
     from safetensors.numpy import save_file
 

@@ -17,7 +17,7 @@ import shutil
 import numpy as np
 import pytest
 
-from keras_attention.convert import checkpoint_files
+from keras_attention.convert import checkpoint_files, marian
 from keras_attention.convert.marian import (
     decoding_settings,
     marian_weights,
@@ -31,6 +31,7 @@ FIXTURES = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "marian
 JSON_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "vocab.json",
               "target_vocab.json")
 MISSING = object()
+_MARIAN_VALUES = {name: value for name, value, _ in marian.OLD_FIELDS}
 
 # The bad values of each kind of field.
 _BAD = {
@@ -70,8 +71,13 @@ CASES += [
     for field, values in (("num_beams", [0, -1, 2.5, True, "4", 10**6]),
                           ("length_penalty", [-1, math.nan, math.inf, 11, "1.0", True]),
                           ("early_stopping", ["yes", "no", "never!", 1, 0, None]),
-                          ("max_length", [-5, 0, 1, True, 32.5, "32"]))
+                          ("max_length", [-5, 0, 1, True, 32.5, "32"]),
+                          ("bad_words_ids", [[[97, 5]], [[98]], [[-1]], [[True]], [97], 97,
+                                             [["97"]]]))
     for value in values] + [
+    ("config.json", field, value) for field in (
+        "static_position_embeddings", "normalize_embedding", "normalize_before",
+        "add_final_layer_norm") for value in (not _MARIAN_VALUES[field], "yes")] + [
     ("vocab.json", "the", value) for value in (True, 1.5, "3", None)] + [
     ("vocab.json", None, value) for value in ([1, 2], "pieces")]
 
@@ -92,6 +98,31 @@ def _check(folder):
     arguments = transformer_arguments(config, vocabularies, str(folder))
     return arguments, decoding_settings(generation, config, arguments["max_length"],
                                         str(folder))
+
+
+def _defaults(folder):
+    config, vocabularies, generation, _ = read_marian_folder(str(folder))
+    return marian.generation_defaults(generation, config, str(folder))[0], vocabularies[1]
+
+
+def test_generation_defaults_come_from_one_file_as_transformers_reads_them(tmp_path):
+    """With generation_config.json, it alone (a field it lacks: transformers'
+    default, not config.json's); without it, config.json's fields (old
+    uploads: `num_beams`, `max_length`, `bad_words_ids` there)."""
+    folder = _folder(tmp_path)
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    config.update(num_beams=6, max_length=12, length_penalty=0.6, bad_words_ids=[[97], [5]])
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    (folder / "generation_config.json").write_text(json.dumps({"max_length": 9}))
+    assert _check(folder)[1] == {"beam_size": 1, "length_penalty": 1.0,
+                                 "length_penalty_form": "power", "early_stopping": False,
+                                 "max_output_length": 8}
+    assert marian.never_generated(*_defaults(folder)) == []
+    (folder / "generation_config.json").unlink()
+    assert _check(folder)[1] == {"beam_size": 6, "length_penalty": 0.6,
+                                 "length_penalty_form": "power", "early_stopping": False,
+                                 "max_output_length": 11}
+    assert marian.never_generated(*_defaults(folder)) == [97, 5]
 
 
 def test_the_fixtures_pass_the_checks(tmp_path):
@@ -116,14 +147,12 @@ def test_a_bad_field_is_named_with_its_file_and_value(tmp_path, file, field, val
     else:
         values[field] = value
     path.write_text(json.dumps(values), encoding="utf-8")
-    if file == "config.json" and field in ("num_beams", "length_penalty", "early_stopping",
-                                           "max_length"):
-        generation = folder / "generation_config.json"  # (it would win over config.json)
-        kept = json.loads(generation.read_text(encoding="utf-8"))
-        kept.pop(field, None)
-        generation.write_text(json.dumps(kept), encoding="utf-8")
+    if file == "config.json" and field in marian.GENERATION_FIELDS:
+        # (generation_config.json would be read instead of config.json)
+        (folder / "generation_config.json").unlink()
     with pytest.raises(ValueError) as error:
         _check(folder)
+        marian.never_generated(*_defaults(folder))
     message = str(error.value)
     assert str(path) in message, message
     if field is not None:
@@ -150,6 +179,21 @@ def shared_swish():
     config, vocabularies, _, _ = read_marian_folder(folder)
     tensors = checkpoint_files.read_safetensors(f"{folder}/model.safetensors")
     return tensors, transformer_arguments(config, vocabularies, folder), vocabularies
+
+
+def test_bad_words_are_never_generated(shared_swish):
+    """`bad_words_ids`' tokens get the output bias of the tokens Marian never
+    generates (as `<pad>`'s: our [PAD] and [START]); the others keep theirs."""
+    tensors, arguments, vocabularies = shared_swish
+    target = vocabularies[1]
+    plain = marian_weights(tensors, arguments, vocabularies, "m")
+    banned = marian_weights(tensors, arguments, vocabularies, "m", banned=[5, 7])
+    key = "encoder_embedding/output_bias"
+    ours = target.to_ours([5, 7])
+    assert np.all(banned[key][ours] == marian.NEVER_GENERATED_BIAS)
+    assert np.all(plain[key][ours] > marian.NEVER_GENERATED_BIAS)
+    kept = np.setdiff1d(np.arange(len(plain[key])), ours)
+    np.testing.assert_array_equal(banned[key][kept], plain[key][kept])
 
 
 def test_weights_that_are_not_finite_floats_are_refused(shared_swish):
