@@ -43,6 +43,7 @@ from keras_attention._constants import (
 )
 from keras_attention.convert.checkpoint_files import FLOAT_DTYPES, read_checkpoint
 from keras_attention.convert.config_fields import Fields, read_json_file
+from keras_attention.convert.model_card import card_of_folder
 
 MODEL_TYPE = "marian"
 # Hugging Face's activation names -> Keras' (exact GELU: keras' default).
@@ -56,7 +57,8 @@ NEVER_GENERATED_BIAS = -1e4
 # The files of a Hugging Face Marian model that the converter reads.
 MARIAN_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "vocab.json",
                 "target_vocab.json", "source.spm", "target.spm", "model.safetensors",
-                "model.safetensors.index.json", "model-*.safetensors")
+                "model.safetensors.index.json", "model-*.safetensors",
+                "README.md")  # (the card: its licence goes with the converted preset)
 
 
 def is_marian_folder(directory):
@@ -477,5 +479,7 @@ def load_marian(directory, model_class=None):
         "transformers_version": config.get("transformers_version"),
         "languages": ([tokenizer_config["source_lang"], tokenizer_config["target_lang"]]
                       if tokenizer_config.get("source_lang") and tokenizer_config.get(
-                          "target_lang") else None)}}
+                          "target_lang") else None),
+        # The licence (README.md's front matter) and the repository: model_card
+        **card_of_folder(directory, config.get("_name_or_path"))}}
     return model, *tokenizers, settings, metadata
