@@ -15,7 +15,9 @@ sizes, the end-of-sentence bias and the greedy lengths it gave) and
 loads it).
 
 The weights are drawn by `tools/make_marian_fixtures.py`'s `randomize`
-(decisive, so that no greedy step is near a tie), and the bias of `</s>`
+(decisive, so that no greedy step is near a tie) but for `<pad>`'s
+embedding row, zero as in OPUS-MT (the decoder's start: CTranslate2 starts
+from a zero embedding whatever the row holds), and the bias of `</s>`
 in `final_logits_bias` is searched for (bisection) so that greedy outputs
 of the calibration sentences have about the sources' length: random weights
 that stop, rather than outputs that all run to the length limit.
@@ -130,6 +132,8 @@ def build(folder, corpus, calibration, quick=False):
     torch.manual_seed(SEED)
     model = MarianMTModel(config).eval()
     tool.randomize(model, SEED, 0, 0.0)
+    with torch.no_grad():  # <pad>'s row zero, as in OPUS-MT (CTranslate2 starts from zeros)
+        model.get_input_embeddings().weight[pad] = 0.0
     tokenizer = MarianTokenizer.from_pretrained(folder)
     bias, mean, goal = calibrate_eos(model, tokenizer, calibration, 0)
     # No forced `</s>` at the length limit: every system stops there alike.

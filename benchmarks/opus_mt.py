@@ -120,7 +120,8 @@ def _ctranslate2(system, folder):
     def translate(texts, beams, batch):
         tokens = [spm.encode(t, out_type=str) + ["</s>"] for t in texts]
         results = model.translate_batch(tokens, max_batch_size=batch, beam_size=beams,
-                                        length_penalty=1.0, max_decoding_length=MAX_NEW_TOKENS)
+                                        length_penalty=1.0, max_decoding_length=MAX_NEW_TOKENS,
+                                        min_decoding_length=0)  # (</s> may come first)
         return [spm.decode_pieces(r.hypotheses[0]) for r in results]
     return translate
 
@@ -406,7 +407,7 @@ def main(argv=None):
         f"{count} sentences at batch {BATCH}, {latency} at batch 1; greedy and beam 4, "
         f"length penalty |Y|^1.0, early stopping (CTranslate2's rule), at most "
         f"{MAX_NEW_TOKENS} output tokens everywhere; each cell warmed up once, then timed "
-        "once, each system in its own process (peak RSS: that process's ru_maxrss).",
+        "once, each system in its own process (peak RSS: that process's VmHWM).",
         f"identical_to_reference: the share of batch-{BATCH} translations equal to "
         f"{reference}'s.",
     ]
