@@ -45,7 +45,7 @@ tests/fixtures/marian) instead of building one.
     python benchmarks/opus_mt.py --quick --folder tests/fixtures/marian/shared_swish \\
         --systems ours_tensorflow_float32,ours_tensorflow_int8 --json /tmp/r.json
 
-Writes benchmarks/results/<date>-opus-mt-<cpu>.json (or --json).
+Writes benchmarks/results/<date>-opus_mt-<cpu>.json (or --json).
 """
 
 import os
@@ -297,7 +297,7 @@ def main(argv=None):
                         "to sys.path (default: $OPUS_MT_EXTRA_PATH)")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per system")
     parser.add_argument("--json", help="results file (default: "
-                        "benchmarks/results/<date>-opus-mt-<cpu>.json)")
+                        "benchmarks/results/<date>-opus_mt-<cpu>.json)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--worker-args", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -412,9 +412,9 @@ def main(argv=None):
         f"{reference}'s.",
     ]
     path = write_record(
-        "opus_mt", sys.argv[1:] if argv is None else argv, figures, notes, machine,
+        "opus_mt", sys.argv[1:] if argv is None else argv, figures, " ".join(notes), machine,
         load_at_start, path=args.json or os.path.join(
-            HERE, "results", f"{time.strftime('%Y-%m-%d')}-opus-mt-{short_cpu_name(machine)}"
+            HERE, "results", f"{time.strftime('%Y-%m-%d')}-opus_mt-{short_cpu_name(machine)}"
             f"{'-quick' if args.quick else ''}.json"),
         model=build, skipped=skipped, reference=reference)
     print(f"Wrote {path}")
