@@ -17,8 +17,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 SCRIPTS = ("alignment", "beam_translate", "concurrent_callers", "corpus_scale", "ctranslate2",
-           "decoding", "first_answer", "gpu", "jax_training", "kerasio_translation", "packing",
-           "profile_train_step", "quantization", "quality", "serving", "train_step")
+           "decoding", "first_answer", "gpu", "jax_training", "kerasio_translation", "opus_mt",
+           "packing", "profile_train_step", "quantization", "quality", "serving", "train_step")
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -38,6 +38,28 @@ def test_benchmark_help_starts_quietly(script):
         assert "cuInit" not in result.stderr and "CUDA" not in result.stderr, result.stderr
     assert "I0000" not in result.stderr and "absl::InitializeLog" not in result.stderr, (
         result.stderr)
+
+
+def test_opus_mt_benchmark_runs_without_transformers(tmp_path, capsys):
+    """The race on a fixture folder, with the parts that need no PyTorch:
+    ours in its own process (sentences/s, translations, peak memory), the
+    SavedModel and CTranslate2 skipped with their reasons, recorded."""
+    out = tmp_path / "result.json"
+    code, stdout, stderr = run_benchmark("opus_mt", [
+        "--quick", "--folder", os.path.join(ROOT, "tests", "fixtures", "marian", "shared_swish"),
+        "--systems", "ours_tensorflow_float32,ctranslate2_float32", "--sentences", "4",
+        "--latency-sentences", "1", "--extra-path", str(tmp_path / "none"), "--json", str(out)],
+        capsys)
+    assert code == 0, stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert "no ctranslate2/" in data["skipped"]["ctranslate2_float32"]
+    speeds = data["figures"]["sentences_per_second"]["ours_tensorflow_float32"]
+    assert set(speeds) == {"greedy_batch_32", "greedy_batch_1", "beam4_batch_32", "beam4_batch_1"}
+    assert all(v > 0 for v in speeds.values())
+    assert data["figures"]["peak_rss_mib"]["ours_tensorflow_float32"] > 100
+    assert data["reference"] == "ours_tensorflow_float32"
+    assert data["figures"]["identical_to_reference"]["ours_tensorflow_float32"] == {
+        "greedy": 1.0, "beam4": 1.0}
 
 
 def test_train_step_benchmark_runs(tmp_path, capsys):

@@ -49,6 +49,7 @@ from keras_attention.convert.marian_generation import (  # noqa: F401 (the conve
     generation_defaults,
     never_generated,
 )
+from keras_attention.convert.model_card import card_of_folder
 
 MODEL_TYPE = "marian"
 # Hugging Face's activation names -> Keras' (exact GELU: keras' default).
@@ -71,7 +72,8 @@ OLD_FIELDS = (
 # The files of a Hugging Face Marian model that the converter reads.
 MARIAN_FILES = ("config.json", "generation_config.json", "tokenizer_config.json", "vocab.json",
                 "target_vocab.json", "source.spm", "target.spm", "model.safetensors",
-                "model.safetensors.index.json", "model-*.safetensors")
+                "model.safetensors.index.json", "model-*.safetensors",
+                "README.md")  # (the card: its licence goes with the converted preset)
 
 
 def is_marian_folder(directory):
@@ -481,5 +483,7 @@ def load_marian(directory, model_class=None):
                                    if re.fullmatch(LANGUAGE_CODE_PATTERN, t)],
         "languages": ([tokenizer_config["source_lang"], tokenizer_config["target_lang"]]
                       if tokenizer_config.get("source_lang") and tokenizer_config.get(
-                          "target_lang") else None)}}
+                          "target_lang") else None),
+        # The licence (README.md's front matter) and the repository: model_card
+        **card_of_folder(directory, config.get("_name_or_path"))}}
     return model, *tokenizers, settings, metadata

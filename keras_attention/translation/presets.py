@@ -22,6 +22,7 @@ from keras_attention._io import (
     save_weights_atomic,
     write_json,
 )
+from keras_attention.convert.model_card import CARD_FILE, converted_model_card
 from keras_attention.data.tokenizers import load_tokenizer, load_tokenizers
 from keras_attention.decoding import DecodingSettings
 from keras_attention.models.precision import with_dtype_policy
@@ -54,7 +55,7 @@ def _tokenizer_folder(sides):
 
 PRESET_LAYOUT = Layout(
     "Translator preset", required=(CONFIG_FILE, TRANSLATOR_FILE),
-    allowed=(MODEL_WEIGHTS_FILE, METADATA_FILE, TASK_FILE, PREPROCESSOR_FILE,
+    allowed=(MODEL_WEIGHTS_FILE, METADATA_FILE, TASK_FILE, PREPROCESSOR_FILE, CARD_FILE,
              *(f for f, _ in TOKENIZER_FILES.values())),
     folders={ASSETS_DIR: Layout("assets folder", required=(), folders={
                  os.path.basename(folder): _tokenizer_folder([side])
@@ -126,6 +127,15 @@ def save_translator(translator, preset_dir, overwrite=False):
             "dtype_policy": translator.model.dtype_policy.name,
             "date_saved": time.strftime("%Y-%m-%d@%H:%M:%S"),
         })
+        if "converted_from" in translator.metadata:  # the original's licence and credit
+            with open(os.path.join(tmp, CARD_FILE), "w", encoding="utf-8") as f:
+                f.write(converted_model_card(
+                    translator.metadata, os.path.basename(os.path.abspath(preset_dir)),
+                    translator.source_tokenizer.vocabulary_size,
+                    translator.target_tokenizer.vocabulary_size,
+                    task.backbone.count_params(),
+                    {"beam_size": translator.beam_size,
+                     "length_penalty": translator.length_penalty}))
     return preset_dir
 
 

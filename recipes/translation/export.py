@@ -24,6 +24,12 @@ Examples:
       runs/translation/export/1 "The red book."   # translate (docs/serving.md)
   python recipes/translation/export.py --workdir runs/translation --format ctranslate2 \\
       --quantization int8          # -> runs/translation/ctranslate2-int8/
+
+--preset exports a preset instead of a run: a shipped name, a preset folder,
+or a Hugging Face Marian (OPUS-MT) model converted on the way, its folder or
+its hf:// handle (docs/hugging_face.md, "From the Hub to serving"):
+  python recipes/translation/export.py --preset hf://Helsinki-NLP/opus-mt-en-es \\
+      --export-dir /models/opus_mt_en_es
 """  # noqa: E501  (the python3 -c line is docs/serving.md's, which a shell takes as one line)
 
 import argparse
@@ -65,7 +71,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         prog="export.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--workdir", required=True, help="the run directory of train.py")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--workdir", help="the run directory of train.py")
+    source.add_argument("--preset", help="a preset instead of a run: a shipped name, a preset "
+                        "folder, a Hugging Face Marian folder or hf:// handle "
+                        "(Translator.from_preset; needs --export-dir)")
     parser.add_argument("--checkpoint", nargs="+", metavar="CHECKPOINT",
                         help="a checkpoints/ckpt-<step>.weights.h5 file, or several: their "
                         "average (default: the run's final model.keras)")
@@ -97,6 +107,8 @@ def main(argv=None):
                          "(CTranslate2 takes the decoding settings when it translates).")
     elif args.quantization is not None or args.overwrite:
         parser.error("--quantization and --overwrite apply to --format ctranslate2 only.")
+    if args.preset is not None and (args.export_dir is None or args.checkpoint):
+        parser.error("--preset needs --export-dir and takes no --checkpoint (a run's).")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
 
     from recipes._startup import import_tensorflow
@@ -112,9 +124,14 @@ def main(argv=None):
     try:
         if args.format == "ctranslate2":  # before the model loads; names this command's flag
             check_replaceable(export_dir, args.overwrite, CTRANSLATE2_LAYOUT, "--overwrite")
-        inside = writes_inside(args.workdir, export_dir)
+        inside = args.workdir is not None and writes_inside(args.workdir, export_dir)
         with run_lock(args.workdir, "export.py") if inside else contextlib.nullcontext():
-            _, translator = load_translator(args.workdir, args.checkpoint)
+            if args.preset is not None:
+                from keras_attention import Translator
+
+                translator = Translator.from_preset(args.preset)
+            else:
+                _, translator = load_translator(args.workdir, args.checkpoint)
             translator = translator.with_settings(**overrides)
             if args.format == "ctranslate2":
                 path = translator.export_ctranslate2(
