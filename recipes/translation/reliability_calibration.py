@@ -51,12 +51,24 @@ def read_column(path, column):
     return [row[column] for row in rows]
 
 
-def warned_fraction(translator, sentences, batch_size=64):
-    """The fraction of `sentences` (blank ones left out) whose translation
-    the translator's rule warns of, and how many were judged."""
-    verdicts = [v for v in translator.reliability(sentences, batch_size=batch_size)
-                if v is not None]
-    return round(sum(not v.reliable for v in verdicts) / max(len(verdicts), 1), 4), len(verdicts)
+def warned_fractions(translator, sentences, batch_size=64):
+    """`{"sentences", "warned", "warned_by_default_rule"}`: how many of
+    `sentences` were judged (blank ones left out) and the fraction whose
+    translation the translator's rule warns of, and the uncalibrated
+    default's (from the same search)."""
+    from keras_attention.translation import reliability
+
+    result = translator.search(sentences, batch_size, verbose=0, check_reliability=False)
+    rows = [row for row in reliability.sentence_statistics(
+        translator, sentences, translator.settings, result.scores, result.ids) if row]
+    limit = translator.model.max_length
+
+    def fraction(rule):
+        return round(sum(not reliability.judge(row, rule, limit).reliable for row in rows)
+                     / max(len(rows), 1), 4)
+
+    return {"sentences": len(rows), "warned": fraction(reliability.rule_of(translator)),
+            "warned_by_default_rule": fraction(None)}
 
 
 def calibrate_command(args):
@@ -74,8 +86,7 @@ def calibrate_command(args):
     for spec in args.check:
         name, sentences = read_sentences(spec)
         print(f"Checking {name}: {len(sentences):,} sentences ...", flush=True)
-        fraction, judged = warned_fraction(translator, sentences)
-        checks[name] = {"sentences": judged, "warned": fraction}
+        checks[name] = warned_fractions(translator, sentences)
     metadata[reliability.METADATA_KEY] = {**rule, "checks": checks}
     general_test.write_preset_card(folder, metadata, card)
     print(json.dumps(metadata[reliability.METADATA_KEY], indent=2))
