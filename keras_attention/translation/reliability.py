@@ -256,26 +256,32 @@ def warn_unreliable(translator, sentences, settings, scores, ids, stacklevel=4):
         "this.", UnreliableTranslationWarning, stacklevel=stacklevel)
 
 
-def calibrate_translator(translator, sources, target_rate=DEFAULT_TARGET_RATE, held_out=None,
-                         batch_size=64):
-    """Translates held-out in-domain `sources` with the translator's settings,
-    `calibrate`s its rule on them, and stores it in `translator.metadata`
-    (saved with `save_to_preset`). `held_out`: what the sentences are, for
-    the record. Returns the rule."""
-    sentences = list(sources)
-    result = translator.search(sentences, batch_size, verbose=0, check_reliability=False)
-    rows = sentence_statistics(translator, sentences, translator.settings, result.scores,
-                               result.ids)
+def calibrate_result(translator, sentences, result, target_rate=DEFAULT_TARGET_RATE,
+                     held_out=None):
+    """The rule `calibrate`d on held-out in-domain `sentences` from their
+    `translator.search` `result` (with the translator's settings, which it
+    records, with `held_out`: what the sentences are)."""
     settings = translator.settings
-    rule = calibrate([row for row in rows if row is not None], target_rate,
+    rows = sentence_statistics(translator, sentences, settings, result.scores, result.ids)
+    return calibrate([row for row in rows if row is not None], target_rate,
                      held_out=held_out, beam_size=settings.beam_size,
                      length_penalty=settings.length_penalty,
                      length_penalty_form=settings.length_penalty_form)
+
+
+def calibrate_translator(translator, sources, target_rate=DEFAULT_TARGET_RATE, held_out=None,
+                         batch_size=64):
+    """Translates held-out in-domain `sources` with the translator's settings,
+    calibrates its rule on them (`calibrate_result`) and stores it in
+    `translator.metadata` (saved with `save_to_preset`). Returns the rule."""
+    sentences = list(sources)
+    result = translator.search(sentences, batch_size, verbose=0, check_reliability=False)
+    rule = calibrate_result(translator, sentences, result, target_rate, held_out)
     translator.metadata[METADATA_KEY] = rule
     return rule
 
 
 __all__ = ["DEFAULT_RULE", "DEFAULT_TARGET_RATE", "METADATA_KEY", "Reliability", "STATISTICS",
-           "UnreliableTranslationWarning", "calibrate", "calibrate_translator", "judge",
-           "mean_log_prob", "out_of_vocabulary", "rule_of", "sentence_statistics", "statistics",
-           "verdicts", "warn_unreliable"]
+           "UnreliableTranslationWarning", "calibrate", "calibrate_result", "calibrate_translator",
+           "judge", "mean_log_prob", "out_of_vocabulary", "rule_of", "sentence_statistics",
+           "statistics", "verdicts", "warn_unreliable"]

@@ -32,14 +32,14 @@ def score(translator, corpus, config, workdir, split=None, sources=None, referen
     result = translator.search(sources, batch_size=config.eval_batch_size, verbose=verbose,
                                check_reliability=False)
     seconds = time.perf_counter() - start
-    hypotheses, settings = result.texts, translator.settings
-    rows = [row for row in reliability.sentence_statistics(translator, sources, settings,
-                                                           result.scores, result.ids) if row]
-    rule = reliability.calibrate(
-        rows, held_out=f"the run's {split} split ({len(rows)} sentences)",
-        beam_size=settings.beam_size, length_penalty=settings.length_penalty,
-        length_penalty_form=settings.length_penalty_form) if rows else None
+    hypotheses = result.texts
     prefix = output_prefix or os.path.join(workdir, f"hypotheses.{split}")
+    try:
+        rule = reliability.calibrate_result(
+            translator, sources, result,
+            held_out=f"the sentences scored ({os.path.basename(prefix)}.txt)")
+    except ValueError:  # no sentence but blank ones: nothing to calibrate on
+        rule = None
     atomic_write_text(prefix + ".txt", "".join(h + "\n" for h in hypotheses))
     bleu = corpus_bleu(hypotheses, references)
     chrf = corpus_chrf(hypotheses, references)

@@ -247,7 +247,8 @@ def test_own_text_files_train_end_to_end(tiny_run):
     # The reliability rule, calibrated on the 16 scored sentences (the same
     # search), travels into the preset's metadata and the run's translator.
     rule = saved["reliability"]
-    assert rule["held_out"] == "the run's test split (16 sentences)" and rule["sentences"] == 16
+    assert rule["held_out"] == "the sentences scored (hypotheses.test.txt)"
+    assert rule["sentences"] == 16
     assert rule["warned"] <= rule["target_rate"] == 0.05 and rule["beam_size"] == config.beam_size
     preset = json.loads((workdir / "preset" / "metadata.json").read_text())
     assert preset["reliability"] == rule
