@@ -49,6 +49,7 @@ GROUPS = {
     ("docs/layers.md", "packing"): ["pack_pairs(sources"],
     ("docs/decoding.md", "search"): ["Transformer.from_preset"],
     ("docs/decoding.md", "inspect"): ["translator.align(["],
+    ("docs/decoding.md", "reliability"): ["translator.reliability(texts)"],
     # The plain-Keras lines first, so that they run in a process where only
     # `import keras_attention` has registered the classes.
     ("docs/decoding.md", "translator"): ["keras.saving.load_model", "with_settings(",
@@ -192,6 +193,28 @@ def test_decoding_guide_inspection_block(capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("['Dejé', 'el', 'libro'") and lines[1].startswith("['Olvidé")
     assert len(lines) == 6 and "('red', 'rojo')" in lines[-1]
+
+
+@pytest.mark.slow  # decodes with a real model (out of the quick tier)
+def test_decoding_guide_reliability_block(capsys):
+    """docs/decoding.md's "not to be trusted" block, as written: the FLORES
+    sentence is warned of (one warning for the call), the Tatoeba-like one
+    is not; the switch and the filter silence it (the filter undone after)."""
+    import warnings
+
+    from keras_attention.translation import UnreliableTranslationWarning
+
+    code = _code("docs/decoding.md", "reliability", [(
+        'Translator.from_preset("tatoeba_en_es")',
+        'Translator.from_preset("tatoeba_en_es", jit_compile=False)')])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(code, {})  # noqa: S102  (the guide's own example)
+        assert [w.category for w in caught] == [UnreliableTranslationWarning]
+        assert str(caught[0].message).startswith("1 of the 2 translations may be unreliable: #1")
+    first, second = capsys.readouterr().out.strip().splitlines()
+    assert first.startswith("True () ") and second.startswith("False (")
+    assert "long_source" in second
 
 
 @pytest.mark.slow  # converts, decodes and saves a model (out of the quick tier)

@@ -36,7 +36,8 @@ def test_the_old_entry_points_keep_working():
         assert inspect.isclass(cls)
     assert sorted(translation.__all__) == ["Alternative", "AttentionDetails", "Attribution",
                                            "BeamCandidate", "BeamTree", "Checkpoint",
-                                           "SearchResult", "TargetScore", "Translator",
+                                           "Reliability", "SearchResult", "TargetScore",
+                                           "Translator", "UnreliableTranslationWarning",
                                            "load_checkpoint", "run_checkpoints", "translate",
                                            "translator_at"]
 

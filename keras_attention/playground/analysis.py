@@ -16,6 +16,7 @@ import numpy as np
 from keras import ops
 
 from keras_attention._constants import END_ID, PAD_ID, START_ID, is_blank
+from keras_attention.translation import reliability as rules
 from keras_attention.translation.engine import Engine
 
 MAX_TEXT_LENGTH = 1000  # characters of `text` and of `target`
@@ -164,7 +165,7 @@ def analyze(translator, text, beam_size=None, target=None, target_prefix=None, t
         # same padded shapes, so the same numbers), and the pass of its best.
         try:
             result = translator.search([text], verbose=0, num_return_sequences=beams,
-                                       beam_size=beams,
+                                       beam_size=beams, check_reliability=False,
                                        target_prefix=[prefix] if prefix else None)
         except ValueError as e:  # the API's field is one prefix, not one per sentence
             raise ValueError(str(e).replace("`target_prefix[0]`", "`target_prefix`")) from None
@@ -196,7 +197,9 @@ def analyze(translator, text, beam_size=None, target=None, target_prefix=None, t
         "temperature": temperature,
         "steps": _steps(translator, details.source_ids, details.target_ids, top_k, temperature,
                         details.next_log_probs),
-        **reliability(details.source_tokens, details.log_probs),
+        **reliability(translator.engine.tokens(translator.engine.tokenize([text], whole=True)[0],
+                                               "source"),
+                      details.log_probs, rules.rule_of(translator), translator.model.max_length),
         "model": translator.engine.memo("model_info", lambda: model_info(translator.model)),
         "scale": _round(details.attention["encoder_self"][0]["scale"]),
         "attention": attention,
@@ -327,72 +330,32 @@ def _is_empty(source_ids):
     return Engine.is_empty(source_ids)
 
 
-# When the page warns that a translation is not to be trusted. Measured on the
-# default run (`python3 run.py main`, bundled corpus, 400 steps, label
-# smoothing 0.1, which caps a token's probability near 0.95): 60 held-out
-# sentences of its corpus have a confidence of 0.81 to 0.96 (median 0.94) and
-# no word out of vocabulary; "I love machine learning and attention." has 4
-# of its 6 words out of vocabulary (`lo ##ve m ##a ##ch ##ine ...`) and a
-# confidence of 0.29, "The weather is nice today." 3 of 5 and 0.37, "xq zzv
-# brrk plomp." 4 of 4 and 0.39; one unknown name ("Tom painted his blue
-# umbrella.": `T ##om`) is 1 of 5 words and 0.78, no warning.
-MOSTLY_UNKNOWN = 0.5  # warn when more than this fraction of the words is out of vocabulary
-LOW_CONFIDENCE = 0.5  # warn when the geometric-mean token probability is below this
-
-
-def reliability(source_tokens, log_probs):
+def reliability(source_tokens, log_probs, rule=None, max_length=None):
     """How far to trust a translation, from what `analyze` has already
-    computed: `{"out_of_vocabulary": {...}, "confidence": c, "warnings": [...]}`.
+    computed, by the rule `Translator.reliability` and its warning follow
+    (`keras_attention.translation.reliability`: `rule`, the translator's
+    calibrated one, None for its uncalibrated default; `max_length`, the
+    model's, past which the source was cut):
+    `{"out_of_vocabulary": {...}, "confidence": c, "warnings": [...]}`.
 
-    - `out_of_vocabulary`: the source's words (subwords grouped back into
-      words: a WordPiece `##` piece continues a word, a SentencePiece `▁`
-      piece starts one; words without a letter or digit, such as ".", are
-      not counted) that are not one token of the vocabulary: `[UNK]`, or
-      spelled out in several pieces (`lo ##ve`). `{"words": n,
-      "unknown": ["lo·ve", ...], "fraction": k / n}`.
+    - `out_of_vocabulary`: the source's words (`source_tokens`, uncut) that
+      are not one token of the vocabulary: `[UNK]`, or spelled out in
+      several pieces (`lo ##ve`). `{"words": n, "unknown": ["lo·ve", ...],
+      "fraction": k / n}`.
     - `confidence`: the geometric mean of the target tokens' probabilities,
-      exp(mean log P(y_t | y_<t, x)): the length-normalised probability
-      of the translation, in (0, 1].
-    - `warnings`: `{"kind", "message"}` for a sentence mostly out of
-      vocabulary (fraction > `MOSTLY_UNKNOWN`) and for a translation the
-      model is unsure of (confidence < `LOW_CONFIDENCE`).
+      exp(mean log P(y_t | y_<t, x)), in (0, 1].
+    - `warnings`: `{"kind", "message"}` for each rule that warns
+      (`"out_of_vocabulary"`, `"low_confidence"`, `"long_source"`,
+      `"cut_source"`).
     """
-    sentencepiece = any(token.startswith("▁") for token in source_tokens)
-    words = []
-    for token in source_tokens:
-        if token in ("[PAD]", "[START]", "[END]"):
-            continue
-        starts = token.startswith("▁") if sentencepiece else not token.startswith("##")
-        if starts or not words:
-            words.append([])
-        words[-1].append(token)
-    unknown = []
-    counted = 0
-    for pieces in words:
-        text = [piece.lstrip("▁") if sentencepiece else piece.removeprefix("##")
-                for piece in pieces]
-        if not any(ch.isalnum() for piece in text for ch in piece if piece != "[UNK]") \
-                and "[UNK]" not in pieces:
-            continue  # punctuation
-        counted += 1
-        if "[UNK]" in pieces or len(pieces) > 1:
-            unknown.append("·".join(piece for piece in text if piece))
-    fraction = len(unknown) / counted if counted else 0.0
     log_probs = np.asarray(log_probs, np.float64)
-    confidence = float(np.exp(log_probs.mean())) if log_probs.size else 1.0
-    warnings = []
-    if fraction > MOSTLY_UNKNOWN:
-        warnings.append({"kind": "out_of_vocabulary", "message": (
-            f"{len(unknown)} of the {counted} words are not in the model's vocabulary "
-            f"({', '.join(unknown[:6])}{', …' if len(unknown) > 6 else ''}): it sees them as "
-            "unknown pieces, and the translation is probably a guess.")})
-    if confidence < LOW_CONFIDENCE:
-        warnings.append({"kind": "low_confidence", "message": (
-            f"The model is unsure of this translation: its tokens' mean probability is "
-            f"{confidence:.0%} (below {LOW_CONFIDENCE:.0%}).")})
-    return {"out_of_vocabulary": {"words": counted, "unknown": unknown,
-                                  "fraction": _round(fraction)},
-            "confidence": _round(confidence), "warnings": warnings}
+    row = rules.statistics(source_tokens, float(log_probs.mean()) if log_probs.size else 0.0)
+    verdict = rules.judge(row, rule, max_length)
+    return {"out_of_vocabulary": {"words": row["words"], "unknown": row["unknown"],
+                                  "fraction": _round(row["unknown_fraction"])},
+            "confidence": _round(row["confidence"]),
+            "warnings": [{"kind": kind, "message": message}
+                         for kind, message in zip(verdict.reasons, verdict.messages)]}
 
 
 def _attention(blocks, query_tokens, key_tokens):
@@ -455,6 +418,6 @@ def _round(x, digits=_DIGITS):
     return rounded.tolist() if rounded.ndim else float(rounded)
 
 
-__all__ = ["DEFAULT_TOP_K", "LOW_CONFIDENCE", "PAGE_MAX_BEAM_SIZE", "MAX_TEXT_LENGTH", "MAX_TOP_K",
-           "MOSTLY_UNKNOWN", "analyze", "check_ids", "check_next_tokens", "check_request",
-           "model_info", "next_tokens", "pack", "reliability", "unpack"]
+__all__ = ["DEFAULT_TOP_K", "PAGE_MAX_BEAM_SIZE", "MAX_TEXT_LENGTH", "MAX_TOP_K", "analyze",
+           "check_ids", "check_next_tokens", "check_request", "model_info", "next_tokens", "pack",
+           "reliability", "unpack"]

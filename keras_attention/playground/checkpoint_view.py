@@ -132,7 +132,7 @@ def checkpoint_attention(translators, text, step, target=None, name=None):
                 "target_input_tokens": [], "attention": {}}
     translator = translators.translator_of(step)
     answer = analyze(translator, text, target=target)
-    own = translator.search([text], verbose=0, beam_size=1)
+    own = translator.search([text], verbose=0, beam_size=1, check_reliability=False)
     answer.update(about, checkpoint_translation={"text": own.texts[0], "tokens": own.tokens[0]},
                   model=model_info(translator.model, name))
     return answer

@@ -18,7 +18,9 @@ CTranslate2 and keras-hub's task), `checkpoints` (a run's checkpoints, each
 as a translator: `run_checkpoints`, `translator_at`, `load_checkpoint`),
 `beam_tree` (the beam search of one sentence as a tree: `BeamTree`),
 `attribution` (which source words mattered: raw attention, rollout and
-input × gradient, `Attribution`).
+input × gradient, `Attribution`), `reliability` (when a translation is not
+to be trusted: `Reliability`, `UnreliableTranslationWarning`, the rule
+calibrated on held-out text).
 """
 
 from keras_attention.translation.attribution import Attribution
@@ -30,9 +32,11 @@ from keras_attention.translation.checkpoints import (
     translator_at,
 )
 from keras_attention.translation.forcing import Alternative, TargetScore
+from keras_attention.translation.reliability import Reliability, UnreliableTranslationWarning
 from keras_attention.translation.searching import AttentionDetails, SearchResult, translate
 from keras_attention.translation.translator import Translator
 
 __all__ = ["Alternative", "AttentionDetails", "SearchResult", "TargetScore", "Translator",
            "translate", "Checkpoint", "load_checkpoint", "run_checkpoints", "translator_at",
-           "BeamCandidate", "BeamTree", "Attribution"]
+           "BeamCandidate", "BeamTree", "Attribution", "Reliability",
+           "UnreliableTranslationWarning"]

@@ -366,7 +366,8 @@ def _translate_chunk(translator, texts, settings):
     """The chunk's output lines as UTF-8 bytes: blank lines stay blank."""
     sentences = [t for t in texts if t is not None]
     with compile_mode("wait"):  # the same numbers whenever it runs: the same bytes
-        result = translator.translate(sentences, **settings)
+        # (no reliability warning per chunk: `Translator.reliability` judges sentences)
+        result = translator.translate(sentences, check_reliability=False, **settings)
     translations, scores = result if settings["return_scores"] else (result, None)
     if len(translations) != len(sentences):
         raise ValueError(f"The translator returned {len(translations)} translations for "

@@ -64,7 +64,8 @@ PRESET_LAYOUT = Layout(
 PRESET_TEMP_PREFIX = ".preset-"  # its temporary folders, next to it
 REMOTE_SCHEMES = ("kaggle", "hf")  # loaded by keras-hub's `Seq2SeqLM.from_preset`
 _RUN_METRICS = ("bleu", "sacrebleu_signature", "chrf", "chrf_signature", "eval_split",
-                "eval_sentences", "exact_match", "steps", "validation_bleu")
+                "eval_sentences", "exact_match", "steps", "validation_bleu",
+                "reliability")  # the rule calibrated on the run's held-out split
 # The module `translator.json` names: where users import the class from (the
 # file it was written by before the translator became a package).
 _PUBLIC_MODULE = "keras_attention.translation"

@@ -131,7 +131,7 @@ class TranslatorModelHandler(ModelHandler):
                                 "str sentences (a KeyedModelHandler takes (key, str) pairs).")
         result = model.translate(sentences, batch_size=self.batch_size, verbose=0,
                                  num_return_sequences=self.num_return_sequences,
-                                 return_scores=self.return_scores)
+                                 return_scores=self.return_scores, check_reliability=False)
         inferences = zip(*result) if self.return_scores else result
         return [PredictionResult(s, inference) for s, inference in zip(sentences, inferences)]
 

@@ -19,6 +19,7 @@ from keras_attention.data.tokenizers import END_ID, START_ID
 from keras_attention.decoding import DEFAULTS, DecodingSettings, length_penalty, score_targets
 from keras_attention.presets import builtin_presets, classproperty
 from keras_attention.translation import alignment, exports, fine_tuning, forcing, presets
+from keras_attention.translation import reliability as rules
 from keras_attention.translation.engine import engine_of
 from keras_attention.translation.searching import AttentionDetails, SearchResult, as_texts
 
@@ -143,7 +144,7 @@ class Translator:
     # -- translating ----------------------------------------------------------
 
     def translate(self, texts, *args, batch_size=64, verbose="auto", num_return_sequences=None,
-                  return_scores=False, target_prefix=None, **overrides):
+                  return_scores=False, target_prefix=None, check_reliability=True, **overrides):
         """Translates `texts` and returns a list of str in the same order.
 
         Args:
@@ -166,6 +167,9 @@ class Translator:
                 different"; the prefix's own log-probabilities count in the
                 score. A prefix with an unknown word, `[END]`, or as long as
                 the output is refused.
+            check_reliability: warn (one `UnreliableTranslationWarning`
+                per call) of translations a rule calibrated on the model's
+                held-out text distrusts (`reliability`); False: no check.
             **overrides: decoding settings for this call only (`beam_size`,
                 `length_penalty`, `max_output_length`, `early_stopping`,
                 `length_penalty_form`), as
@@ -181,7 +185,7 @@ class Translator:
             overrides, batch_size, verbose = translate_positional(args, overrides, batch_size,
                                                                    verbose)
         translations, scores, _ = self._search(texts, batch_size, verbose, num_return_sequences,
-                                               overrides, target_prefix)
+                                               overrides, target_prefix, check_reliability)
         return (translations, scores) if return_scores else translations
 
     generate = translate  # keras-hub's name
@@ -204,11 +208,12 @@ class Translator:
         return self.translate(texts, *args, return_scores=True, **kwargs)
 
     def search(self, texts, batch_size=64, verbose="auto", *, num_return_sequences=None,
-               target_prefix=None, **overrides):
+               target_prefix=None, check_reliability=True, **overrides):
         """The search behind `translate`, with what it found: a `SearchResult`
         of the translations, their scores, their target ids and subword
         tokens. `overrides` replace decoding settings for this call
-        (`beam_size=8`); the rest (`target_prefix`, ...) as in `translate`.
+        (`beam_size=8`); the rest (`target_prefix`, `check_reliability`, ...)
+        as in `translate`.
 
         Example:
 
@@ -217,7 +222,7 @@ class Translator:
         (['Yo como.'], [['Yo', 'como', '.', '[END]']])
         """
         texts, scores, ids = self._search(texts, batch_size, verbose, num_return_sequences,
-                                          overrides, target_prefix)
+                                          overrides, target_prefix, check_reliability)
         to_tokens = self._tokens
         tokens = [to_tokens(self.target_tokenizer, row) if num_return_sequences is None
                   else [to_tokens(self.target_tokenizer, r) for r in row] for row in ids]
@@ -234,12 +239,25 @@ class Translator:
         return self.engine.search_ids(encoder_tokens, self.settings, num_return_sequences)
 
     def _search(self, texts, batch_size, verbose, num_return_sequences, overrides,
-                target_prefix=None):
+                target_prefix=None, check_reliability=False):
         sentences, settings = as_texts(texts), self.settings.replace(**overrides)
+        check_bool("check_reliability", check_reliability)
         prefixes = forcing.prefix_ids(self.engine, target_prefix, len(sentences),
                                       settings.output_length(self.model.max_length))
-        return self.engine.translate(sentences, settings, batch_size, verbose,
-                                     num_return_sequences, self.jit_compile, prefixes)
+        found = self.engine.translate(sentences, settings, batch_size, verbose,
+                                      num_return_sequences, self.jit_compile, prefixes)
+        if check_reliability:  # from the search's scores: no model pass
+            rules.warn_unreliable(self, sentences, settings, *found[1:])
+        return found
+
+    def reliability(self, texts, result=None, batch_size=64):
+        """How far to trust each translation of `texts` (docs/decoding.md): a
+        `reliability.Reliability` each (`reliable`, `reasons`, the statistics;
+        None for an empty text) by the rule calibrated on the model's held-out
+        text. `result`: `search(texts)`'s, if run (else this searches)."""
+        sentences = as_texts(texts)
+        result = result or self.search(sentences, batch_size, 0, check_reliability=False)
+        return rules.verdicts(self, sentences, self.settings, result.scores, result.ids)
 
     # -- forced decoding ---------------------------------------------------------
 

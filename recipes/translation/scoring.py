@@ -14,7 +14,10 @@ def score(translator, corpus, config, workdir, split=None, sources=None, referen
           output_prefix=None, verbose=1):
     """Translates a split (or given sentences) with the `translator`'s
     decoding settings, writes the hypotheses and returns BLEU with its
-    signature."""
+    signature, and the reliability rule calibrated on these held-out
+    sentences from the same search (`reliability.calibrate`: no other pass)."""
+    from keras_attention.translation import reliability
+
     split = split or config.eval_split
     if sources is None:
         pairs = list(corpus.load(split).as_numpy_iterator())
@@ -26,10 +29,17 @@ def score(translator, corpus, config, workdir, split=None, sources=None, referen
     print(f"Translating {len(sources)} sentences (beam size {translator.beam_size}) ...",
           flush=True)
     start = time.perf_counter()
-    hypotheses = translator.translate(sources, batch_size=config.eval_batch_size,
-                                      verbose=verbose)
+    result = translator.search(sources, batch_size=config.eval_batch_size, verbose=verbose,
+                               check_reliability=False)
     seconds = time.perf_counter() - start
+    hypotheses = result.texts
     prefix = output_prefix or os.path.join(workdir, f"hypotheses.{split}")
+    try:
+        rule = reliability.calibrate_result(
+            translator, sources, result,
+            held_out=f"the sentences scored ({os.path.basename(prefix)}.txt)")
+    except ValueError:  # no sentence but blank ones: nothing to calibrate on
+        rule = None
     atomic_write_text(prefix + ".txt", "".join(h + "\n" for h in hypotheses))
     bleu = corpus_bleu(hypotheses, references)
     chrf = corpus_chrf(hypotheses, references)
@@ -44,6 +54,7 @@ def score(translator, corpus, config, workdir, split=None, sources=None, referen
         "eval_sentences": len(sources),
         "exact_match": round(exact, 4),
         "decode_seconds": round(seconds, 1),
+        reliability.METADATA_KEY: rule,
     }
 
 
@@ -56,7 +67,7 @@ def validation_scorer(config, corpus, translator):
     references = [t.decode("utf-8") for _, t in pairs]
 
     def score_fn():
-        hypotheses = translator.translate(sources, beam_size=1,
+        hypotheses = translator.translate(sources, beam_size=1, check_reliability=False,
                                           batch_size=config.eval_batch_size, verbose=0)
         return {"bleu": corpus_bleu(hypotheses, references).score,
                 "chrf": corpus_chrf(hypotheses, references).score}
@@ -68,6 +79,6 @@ def preset_metadata(config, metrics):
     """What a run's preset records in `metadata.json`: the training config
     and the scores."""
     keys = ("bleu", "sacrebleu_signature", "chrf", "chrf_signature", "eval_split",
-            "eval_sentences", "exact_match", "steps", "validation_bleu")
+            "eval_sentences", "exact_match", "steps", "validation_bleu", "reliability")
     return {"training_config": dataclasses.asdict(config),
             **{k: metrics[k] for k in keys if k in metrics}}

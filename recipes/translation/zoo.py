@@ -26,7 +26,11 @@ around the training recipe:
            a preset -> its scores on a general-domain test set (FLORES-200,
            NTREX-128: plain-text files), beside OPUS-MT's, in its metadata and
            its card's first section, which says what the preset is for
-           (recipes/translation/general_test.py).
+           (recipes/translation/general_test.py);
+  calibrate-reliability
+           a preset -> when it warns that a translation is unreliable,
+           calibrated on its validation pairs, into its metadata
+           (recipes/translation/reliability_calibration.py).
 
 How the shipped en-es and es-en presets were made (the commands and curves:
 benchmarks/results/*-zoo-*.json):
@@ -60,7 +64,7 @@ import unicodedata
 if not __package__:  # run as a file, not with `python -m recipes.translation.zoo`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from recipes.translation import general_test  # noqa: E402
+from recipes.translation import general_test, reliability_calibration  # noqa: E402
 from recipes.translation.model_card import (  # noqa: E402
     MODEL_CARD,
     PUBLIC_TEST_HEADING,
@@ -254,9 +258,10 @@ def score(translator, pairs, batch_size=64):
     from keras_attention.evaluation import corpus_bleu, corpus_chrf
 
     sources, references = [p[0] for p in pairs], [p[1] for p in pairs]
-    translator.translate(sources[:batch_size], verbose=0)  # compiled before the clock starts
+    # (compiled before the clock starts; no reliability check in the timing)
+    translator.translate(sources[:batch_size], verbose=0, check_reliability=False)
     start = time.perf_counter()
-    result = translator.search(sources, batch_size=batch_size, verbose=0)
+    result = translator.search(sources, batch_size=batch_size, verbose=0, check_reliability=False)
     seconds = time.perf_counter() - start
     bleu, chrf = corpus_bleu(result.texts, references), corpus_chrf(result.texts, references)
     return {"bleu": round(bleu.score, 2), "bleu_signature": bleu.signature,
@@ -567,6 +572,7 @@ def main(argv=None):
     general_test.add_published_arguments(public)
     public.set_defaults(run=public_test_command)
     general_test.add_parser(commands, argparse.ArgumentDefaultsHelpFormatter)
+    reliability_calibration.add_parser(commands, argparse.ArgumentDefaultsHelpFormatter)
     args = parser.parse_args(argv)
     args.run(args)
 

@@ -664,8 +664,10 @@ def test_a_server_open_to_the_network_says_so(playground_translator):
 def test_reliability_counts_words_out_of_vocabulary():
     """`reliability` groups subwords back into words (WordPiece `##`,
     SentencePiece `▁`), counts those not one vocabulary token, skips
-    punctuation, and warns past its named thresholds."""
-    from keras_attention.playground.analysis import LOW_CONFIDENCE, MOSTLY_UNKNOWN, reliability
+    punctuation, and warns by the translator's rule (uncalibrated here:
+    `DEFAULT_RULE`)."""
+    from keras_attention.playground.analysis import reliability
+    from keras_attention.translation.reliability import DEFAULT_RULE
 
     wordpiece = ["I", "lo", "##ve", "m", "##a", "##ch", "##ine", "and", "[UNK]", ".", "[END]"]
     answer = reliability(wordpiece, np.log([0.9, 0.9]))
@@ -679,16 +681,25 @@ def test_reliability_counts_words_out_of_vocabulary():
     assert answer["out_of_vocabulary"] == {"words": 3, "unknown": ["bo·ok"], "fraction": 0.33333}
     assert answer["confidence"] == pytest.approx(np.sqrt(0.1), abs=1e-4)
     assert [w["kind"] for w in answer["warnings"]] == ["low_confidence"]
-    assert 0 < MOSTLY_UNKNOWN < 1 and 0 < LOW_CONFIDENCE < 1
+    assert DEFAULT_RULE["max_unknown_fraction"] == DEFAULT_RULE["min_confidence"] == 0.5
+    calibrated = {"max_unknown_fraction": 0.0, "min_confidence": 0.1, "max_source_tokens": 5,
+                  "target_rate": 0.05}
+    answer = reliability(sentencepiece, np.log([0.2, 0.5]), calibrated)
+    assert [w["kind"] for w in answer["warnings"]] == ["out_of_vocabulary", "long_source"]
+    assert "held-out" in answer["warnings"][1]["message"]
 
 
-def test_translate_warns_of_unknown_words_and_low_confidence(playground_url):
-    """/api/translate measures how far to trust its answer: an in-vocabulary
-    sentence has no word out of vocabulary, a made-up one is mostly out of
-    vocabulary and warned of; the confidence is the geometric mean of the
-    token probabilities it returns, warned of below `LOW_CONFIDENCE`."""
-    from keras_attention.playground.analysis import LOW_CONFIDENCE, MOSTLY_UNKNOWN
+def test_translate_warns_of_unknown_words_and_low_confidence(playground_url,
+                                                             playground_translator):
+    """/api/translate measures how far to trust its answer by the rule the
+    run calibrated on its held-out split (`Translator.reliability`'s): an
+    in-vocabulary sentence has no word out of vocabulary, a made-up one is
+    mostly out of vocabulary and warned of; the confidence is the geometric
+    mean of the token probabilities it returns."""
+    from keras_attention.translation.reliability import rule_of
 
+    rule = rule_of(playground_translator)
+    assert rule is not None and rule["warned"] <= rule["target_rate"]  # the run's calibration
     answers = {}
     for text in (SENTENCES[0], "Xqz vrbb plomk grzzt."):
         status, answer = translate(playground_url, text=text, beam_size=1)
@@ -697,14 +708,17 @@ def test_translate_warns_of_unknown_words_and_low_confidence(playground_url):
         mean = np.exp(np.mean(np.log(answer["token_probabilities"])))
         assert answer["confidence"] == pytest.approx(mean, rel=1e-3)
         kinds = [w["kind"] for w in answer["warnings"]]
-        assert ("low_confidence" in kinds) == (answer["confidence"] < LOW_CONFIDENCE)
+        assert ("low_confidence" in kinds) == (answer["confidence"] < rule["min_confidence"])
         assert ("out_of_vocabulary" in kinds) == (
-            answer["out_of_vocabulary"]["fraction"] > MOSTLY_UNKNOWN)
+            answer["out_of_vocabulary"]["fraction"] > rule["max_unknown_fraction"])
     known, nonsense = answers.values()
     assert known["out_of_vocabulary"] == {"words": 7, "unknown": [], "fraction": 0.0}
     assert nonsense["out_of_vocabulary"]["words"] == 4
-    assert nonsense["out_of_vocabulary"]["fraction"] > MOSTLY_UNKNOWN
+    assert nonsense["out_of_vocabulary"]["fraction"] > rule["max_unknown_fraction"]
     assert "out_of_vocabulary" in [w["kind"] for w in nonsense["warnings"]]
+    verdicts = playground_translator.with_settings(beam_size=1).reliability(list(answers))
+    assert [list(v.reasons) for v in verdicts] == [
+        [w["kind"] for w in a["warnings"]] for a in answers.values()]
 
 
 def test_the_page_and_its_assets(playground_url):

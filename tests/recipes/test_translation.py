@@ -244,6 +244,14 @@ def test_own_text_files_train_end_to_end(tiny_run):
     assert saved["train_seconds"] > 0 and saved["train_tokens_per_second"] > 0
     assert len((workdir / "hypotheses.test.txt").read_text().splitlines()) == 16
     assert TranslationConfig.from_json((workdir / "config.json").read_text()) == config
+    # The reliability rule, calibrated on the 16 scored sentences (the same
+    # search), travels into the preset's metadata and the run's translator.
+    rule = saved["reliability"]
+    assert rule["held_out"] == "the sentences scored (hypotheses.test.txt)"
+    assert rule["sentences"] == 16
+    assert rule["warned"] <= rule["target_rate"] == 0.05 and rule["beam_size"] == config.beam_size
+    preset = json.loads((workdir / "preset" / "metadata.json").read_text())
+    assert preset["reliability"] == rule
 
 
 def test_evaluate_a_split_files_and_a_checkpoint(tiny_run, text_files, tmp_path):

@@ -96,8 +96,8 @@ export function renderTranslations(data) {
 }
 
 export function renderReliability(data) {
-  // How far to trust the translation (the API's `reliability`): a warning when most source
-  // words are out of vocabulary or the model is unsure, and the two numbers always.
+  // How far to trust the translation (the API's `reliability`): the warnings of the model's
+  // calibrated rule (words out of vocabulary, unsure, a long source), and the two numbers always.
   var root = clear($("reliability"));
   var warnings = Array.isArray(data.warnings) ? data.warnings : [];
   warnings.forEach(function (warning) {
