@@ -17,7 +17,7 @@ import pytest
 
 from keras_attention import Translator
 from keras_attention.presets import DIRECTORY, builtin_presets, preset_path
-from recipes.translation import zoo
+from recipes.translation import zoo, zoo_split
 from tests.helpers import shipped_translator
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -193,16 +193,16 @@ def test_the_split_shares_no_sentence_between_splits_on_either_side():
              ("Hi.", "Hola."), ("Hello.", "hola."), ("Stop.", "Para."), ("Wait.", "Espera."),
              ("Stay.", "Quédate."), ("Eat.", "Come."), ("Sit.", "Siéntate."),
              ("Look.", "Mira.")]
-    groups = zoo.components(pairs)
+    groups = zoo_split.components(pairs)
     assert groups[0] == groups[1] == groups[2] and groups[4] == groups[5]
     assert len(set(groups)) == 9
     for seed in range(5):
-        train, validation, test = zoo.decontaminated_split(pairs, 2, 3, seed)
+        train, validation, test = zoo_split.decontaminated_split(pairs, 2, 3, seed)
         assert sorted(train + validation + test) == sorted(pairs)
         assert len(test) >= 3 and len(validation) >= 2 and train
-        zoo.check_decontaminated(train, validation, test)
+        zoo_split.check_decontaminated(train, validation, test)
     with pytest.raises(ValueError, match="'Ve.' is in both the train and the test split"):
-        zoo.check_decontaminated([("Go.", "Ve.")], [], [("Go!", "Ve.")])
+        zoo_split.check_decontaminated([("Go.", "Ve.")], [], [("Go!", "Ve.")])
 
 
 def test_decontaminate_keeps_a_public_test_sets_sentences_out_of_training(tmp_path):
@@ -221,9 +221,9 @@ def test_decontaminate_keeps_a_public_test_sets_sentences_out_of_training(tmp_pa
                       "eng\tspa\tEat!\tCome.\n", encoding="utf-8")
     zoo.main(["decontaminate", str(split), "--against", str(public),
               "--against-columns", "2", "3", "--output-dir", str(output)])
-    assert zoo.read_tsv_pairs(str(output / "train.tsv")) == [("I run.", "Corro."),
+    assert zoo_split.read_tsv_pairs(str(output / "train.tsv")) == [("I run.", "Corro."),
                                                              ("Sit.", "Siéntate.")]
-    assert zoo.read_tsv_pairs(str(output / "validation.tsv")) == [("Stop.", "Para.")]
+    assert zoo_split.read_tsv_pairs(str(output / "validation.tsv")) == [("Stop.", "Para.")]
     assert (output / "test.tsv").read_text(encoding="utf-8") == "Hi there.\t¡Hola!\n"
     report = json.loads((output / "decontamination.json").read_text(encoding="utf-8"))
     assert report["against_pairs"] == 3
