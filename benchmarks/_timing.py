@@ -79,3 +79,19 @@ def measure(systems, sentences, batch_size, latency_sentences, rounds):
         "sentences_per_second_batch_1": len(latencies[name]) / sum(latencies[name]),
         "warm_up_seconds": warm_up[name],
     }) for name in systems}
+
+
+def add_measure_arguments(parser, sentences, latency_sentences, rounds, batch_size=32):
+    """Adds the flags of `measure`'s arguments (`--sentences`, `--batch-size`,
+    `--latency-sentences`, `--rounds`) to `parser`, with these defaults: the
+    scripts that time their systems with `measure` share them."""
+    parser.add_argument("--sentences", type=int, default=sentences,
+                        help=f"sentences to translate (default: {sentences})")
+    parser.add_argument("--batch-size", type=int, default=batch_size,
+                        help=f"batch of the throughput figures (default: {batch_size})")
+    parser.add_argument("--latency-sentences", type=int, default=latency_sentences,
+                        help="sentences translated one at a time, for the latencies "
+                        f"(default: {latency_sentences})")
+    parser.add_argument("--rounds", type=int, default=rounds,
+                        help="chunks of the sentences the systems take turns on "
+                        f"(default: {rounds})")

@@ -60,7 +60,7 @@ import time  # noqa: E402
 
 import benchmarks._repo_root  # noqa: E402,F401  (TensorFlow imported quietly)
 from benchmarks._machine import cpu_info, describe, short_cpu_name  # noqa: E402
-from benchmarks._timing import measure  # noqa: E402
+from benchmarks._timing import add_measure_arguments, measure  # noqa: E402
 
 RESULTS_DIR = os.path.join(HERE, "results")
 
@@ -151,17 +151,10 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", default="/work/runs/translation",
                         help="a trained run directory (default: /work/runs/translation)")
-    parser.add_argument("--sentences", type=int, default=1000,
-                        help="test sentences to translate (default: 1000)")
-    parser.add_argument("--batch-size", type=int, default=32,
-                        help="batch for throughput (default: 32)")
-    parser.add_argument("--latency-sentences", type=int, default=100,
-                        help="sentences translated one at a time (default: 100)")
+    add_measure_arguments(parser, sentences=1000, latency_sentences=100, rounds=4)
     parser.add_argument("--beam-size", type=int, help="beam size (default: the run's)")
     parser.add_argument("--length-penalty", type=float,
                         help="length penalty alpha (default: the run's)")
-    parser.add_argument("--rounds", type=int, default=4,
-                        help="chunks of the sentences the systems take turns on (default: 4)")
     parser.add_argument("--threads", type=int, default=os.cpu_count(),
                         help="CTranslate2 intra_threads (default: the number of CPUs)")
     parser.add_argument("--skip-graph", action="store_true",

@@ -583,15 +583,9 @@ def parse_args(argv=None):
     parser.add_argument("--repeats", type=int, default=3,
                         help="fresh processes per cold-start figure; the figures are their "
                         "medians (default: 3)")
-    parser.add_argument("--sentences", type=int, default=384,
-                        help="test sentences of the throughput part (default: 384)")
-    parser.add_argument("--batch-size", type=int, default=32,
-                        help="batch of the throughput part (default: 32)")
-    parser.add_argument("--latency-sentences", type=int, default=32,
-                        help="sentences translated one at a time in the throughput part "
-                        "(default: 32)")
-    parser.add_argument("--rounds", type=int, default=4,
-                        help="chunks of the sentences the systems take turns on (default: 4)")
+    # The throughput part's.
+    _helper("_timing").add_measure_arguments(parser, sentences=384, latency_sentences=32,
+                                             rounds=4)
     parser.add_argument("--threads", type=int, default=os.cpu_count(),
                         help="CTranslate2 intra_threads (default: the number of CPUs)")
     parser.add_argument("--timeout", type=int, default=900,

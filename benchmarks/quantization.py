@@ -28,7 +28,7 @@ import time
 
 import _repo_root  # noqa: F401  (benchmarks/_repo_root.py: the repository root on sys.path, TensorFlow imported quietly)
 from _machine import cpu_info, describe, short_cpu_name  # noqa: E402  (benchmarks/, the script's folder)
-from _timing import measure  # noqa: E402
+from _timing import add_measure_arguments, measure  # noqa: E402
 
 RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
@@ -75,13 +75,7 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", default="runs/translation",
                         help="a run directory of train.py (default: runs/translation)")
-    parser.add_argument("--sentences", type=int, default=1000,
-                        help="sentences of the run's evaluation split (default: 1000)")
-    parser.add_argument("--latency-sentences", type=int, default=100,
-                        help="sentences translated one at a time (default: 100)")
-    parser.add_argument("--batch-size", type=int, default=32, help="default: 32")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="chunks the systems take turns on (default: 3)")
+    add_measure_arguments(parser, sentences=1000, latency_sentences=100, rounds=3)
     parser.add_argument("--no-xla", action="store_true",
                         help="decode as a plain graph instead of XLA-compiled (no compilations: "
                         "a quick check of the script, not the translator's speed)")

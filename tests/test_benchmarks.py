@@ -9,11 +9,10 @@ import sys
 
 import pytest
 
-from tests.helpers import run_benchmark
+from tests.helpers import ROOT, run_benchmark
 
 pytestmark = pytest.mark.slow  # each runs a benchmark script (tiny sizes)
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 SCRIPTS = ("alignment", "beam_translate", "concurrent_callers", "corpus_scale", "ctranslate2",

@@ -3,9 +3,6 @@ and run by TensorFlow Text ops; both native learners on a real-sized corpus."""
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -13,9 +10,7 @@ import tensorflow as tf
 
 from keras_attention.data import (
     END_ID,
-    PAD_ID,
     RESERVED_TOKENS,
-    START_ID,
     UNK_ID,
     SentencePieceTokenizer,
     SubwordTokenizer,
@@ -23,6 +18,7 @@ from keras_attention.data import (
     save_tokenizers,
     train_tokenizers,
 )
+from tests.data import tokenizer_checks
 from tests.helpers import ENGLISH, SPANISH
 
 # Text that WordPiece's word splitting cannot give back exactly.
@@ -46,12 +42,7 @@ def test_vocabulary_and_reserved_ids(sp_tokenizers):
 
 @pytest.mark.parametrize("side", [0, 1])
 def test_round_trip_is_exact(sp_tokenizers, side):
-    texts = [ENGLISH, SPANISH][side] + TRICKY
-    tokenizer = sp_tokenizers[side]
-    ids = tokenizer.tokenize(tf.constant(texts))
-    assert isinstance(ids, tf.RaggedTensor) and ids.dtype == tf.int32
-    assert not np.any(ids.flat_values.numpy() == UNK_ID)
-    assert [t.decode() for t in tokenizer.detokenize(ids).numpy()] == texts
+    tokenizer_checks.assert_round_trip(sp_tokenizers[side], [ENGLISH, SPANISH][side] + TRICKY)
 
 
 def test_wordpiece_loses_what_sentencepiece_keeps(sentence_pairs, sp_tokenizers):
@@ -66,19 +57,13 @@ def test_wordpiece_loses_what_sentencepiece_keeps(sentence_pairs, sp_tokenizers)
 
 def test_detokenize_drops_special_ids_and_padding(sp_tokenizers):
     _, target = sp_tokenizers
-    ids = target.tokenize(tf.constant(["¿Dónde está el perro blanco?"])).to_tensor()
-    padded = tf.concat([[[START_ID]], ids, [[END_ID, PAD_ID, PAD_ID]]], axis=1)
-    assert target.detokenize(padded).numpy()[0].decode() == "¿Dónde está el perro blanco?"
+    ids = tokenizer_checks.assert_detokenize_drops_special_ids(target)
     pieces = [t.decode() for t in target.id_to_token(ids)[0].numpy()]
     assert pieces[0].startswith("▁")
 
 
 def test_bad_and_empty_input_is_not_fatal(sp_tokenizers):
-    source, _ = sp_tokenizers
-    ids = source.tokenize(tf.constant([b"", b"   ", b"bad \xff\xfe bytes", b"The red book."]))
-    assert ids.shape[0] == 4 and ids[0].shape[0] == 0
-    out = source.detokenize(ids).numpy()
-    assert out[0] == b"" and out[3] == b"The red book."
+    tokenizer_checks.assert_empty_and_bad_input_survive(sp_tokenizers[0])
 
 
 def test_lowercase(sentence_pairs):
@@ -134,31 +119,9 @@ def test_shared(sentence_pairs):
 
 @pytest.mark.slow
 def test_inside_a_saved_model_loaded_with_tensorflow_text_only(tmp_path, sp_tokenizers):
-    _, target = sp_tokenizers
-    module = tf.Module()
-    module.tokenizer = target
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def round_trip(text):
-        return {"text": target.detokenize(target.tokenize(text))}
-
-    module.round_trip = round_trip
-    tf.saved_model.save(module, str(tmp_path / "model"), signatures={"serving_default": round_trip})
-    script = textwrap.dedent(
-        f"""
-        import sys
-        import tensorflow as tf
-        import tensorflow_text  # noqa: F401  (registers its ops)
-        assert not any(m.startswith(("keras_attention", "keras_hub", "sentencepiece"))
-                       for m in sys.modules)
-        fn = tf.saved_model.load({str(tmp_path / "model")!r}).signatures["serving_default"]
-        print("|".join(t.decode() for t in fn(text=tf.constant({SPANISH!r}))["text"].numpy()))
-        """
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().split("\n")[-1].split("|") == SPANISH
+    folder = tmp_path / "model"
+    assert tokenizer_checks.round_trip_in_tensorflow_text_only(sp_tokenizers[1], SPANISH,
+                                                               folder) == SPANISH
 
 
 def _synthetic_corpus(pairs, seed=0):

@@ -1,7 +1,4 @@
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -20,6 +17,7 @@ from keras_attention.data import (
     train_tokenizers,
 )
 from keras_attention.data.tokenizers import append_token, prepend_token, tokenize_with_end
+from tests.data import tokenizer_checks
 from tests.helpers import ENGLISH, SPANISH
 
 
@@ -73,12 +71,7 @@ def test_empty_texts_get_end_alone_in_any_batch(tokenizers, sentencepiece_source
 
 @pytest.mark.parametrize("side", [0, 1])
 def test_round_trip_is_exact(tokenizers, side):
-    texts = [ENGLISH, SPANISH][side]
-    tokenizer = tokenizers[side]
-    ids = tokenizer.tokenize(tf.constant(texts))
-    assert isinstance(ids, tf.RaggedTensor) and ids.dtype == tf.int32
-    assert not np.any(ids.flat_values.numpy() == UNK_ID)
-    assert [t.decode() for t in tokenizer.detokenize(ids).numpy()] == texts
+    tokenizer_checks.assert_round_trip(tokenizers[side], [ENGLISH, SPANISH][side])
 
 
 def test_numbers_and_currency_come_back_whole(sentence_pairs):
@@ -97,21 +90,13 @@ def test_subwords_for_unseen_words(tokenizers):
 
 
 def test_detokenize_drops_special_ids_and_padding(tokenizers):
-    _, target = tokenizers
-    ids = target.tokenize(tf.constant(["¿Dónde está el perro blanco?"])).to_tensor()
-    padded = tf.concat([[[START_ID]], ids, [[END_ID, PAD_ID, PAD_ID]]], axis=1)
-    assert target.detokenize(padded).numpy()[0].decode() == "¿Dónde está el perro blanco?"
+    tokenizer_checks.assert_detokenize_drops_special_ids(tokenizers[1])
 
 
 def test_bad_and_empty_input_is_not_fatal(tokenizers):
-    source, _ = tokenizers
-    texts = tf.constant([b"", b"   ", b"bad \xff\xfe bytes", b"The red book."])
-    ids = source.tokenize(texts)
-    assert ids.shape[0] == 4
-    assert ids[0].shape[0] == 0 and ids[1].shape[0] == 0
+    ids = tokenizer_checks.assert_empty_and_bad_input_survive(tokenizers[0])
+    assert ids[1].shape[0] == 0
     assert UNK_ID in ids[2].numpy()  # the replacement character is unknown
-    out = source.detokenize(ids).numpy()
-    assert out[0] == b"" and out[3] == b"The red book."
 
 
 def test_scalar_and_tf_data(tokenizers, sentence_pairs):
@@ -261,30 +246,6 @@ def test_bad_vocabulary_size(sentence_pairs, size):
 def test_inside_a_saved_model_loaded_with_tensorflow_text_only(tmp_path, tokenizers):
     """Tokenize and detokenize in a SavedModel that a process importing only
     tensorflow and tensorflow_text can load (what TF Serving links)."""
-    _, target = tokenizers
-    module = tf.Module()
-    module.tokenizer = target
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def round_trip(text):
-        ids = target.tokenize(text)
-        return {"text": target.detokenize(ids), "lengths": ids.row_lengths()}
-
-    module.round_trip = round_trip
-    tf.saved_model.save(module, str(tmp_path / "model"), signatures={"serving_default": round_trip})
-    script = textwrap.dedent(
-        f"""
-        import sys
-        import tensorflow as tf
-        import tensorflow_text  # noqa: F401  (registers its ops)
-        # (`import tensorflow` itself may load keras; this package must not be needed.)
-        assert not any(m.startswith(("keras_attention", "keras_hub")) for m in sys.modules)
-        fn = tf.saved_model.load({str(tmp_path / "model")!r}).signatures["serving_default"]
-        out = fn(text=tf.constant({SPANISH!r}))
-        print("|".join(t.decode() for t in out["text"].numpy()))
-        """
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip().split("\n")[-1].split("|") == SPANISH
+    folder = tmp_path / "model"
+    assert tokenizer_checks.round_trip_in_tensorflow_text_only(tokenizers[1], SPANISH,
+                                                               folder) == SPANISH

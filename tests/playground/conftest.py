@@ -24,3 +24,13 @@ def playground_server(playground_translator):
 def playground_url(playground_server):
     """The page's address, e.g. "http://127.0.0.1:41235/"."""
     return playground_server.url
+
+
+@pytest.fixture(scope="module")
+def driver():
+    """Headless Chromium (tests/playground/browser.py), one per test module."""
+    from tests.playground import browser
+
+    chrome = browser.chromium()
+    yield chrome
+    chrome.quit()

@@ -34,9 +34,8 @@ from keras_attention.playground.server import (
     model_scores,
     source_language,
 )
-from tests.helpers import SENTENCES, run_main, shipped_translator
+from tests.helpers import ROOT, SENTENCES, run_main, shipped_translator
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYGROUND = os.path.join(ROOT, "recipes", "translation", "playground.py")
 
 

@@ -3,8 +3,7 @@
 The live test talks to the playground server of `playground_url` (a tiny
 trained run, see conftest.py); the static test opens the one-file export of
 `attention_html` from disk. Both need Debian's `chromium` and `chromedriver`
-on PATH and skip with the command that installs them otherwise; Selenium
-Manager never runs (the driver's path is given), so nothing is downloaded.
+on PATH and skip with the command that installs them otherwise (browser.py).
 """
 
 import math
@@ -16,71 +15,21 @@ import time
 import pytest
 
 from tests.helpers import api_call
+from tests.playground import browser  # skips this module without selenium or a browser
+from tests.playground.browser import SENTENCE
 
 pytestmark = pytest.mark.browser
 
-pytest.importorskip("selenium", reason="the browser tests need selenium: pip install selenium")
-
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.common.keys import Keys  # noqa: E402
-from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
 
-TIMEOUT = 60  # seconds; the machines that run this are slow
-SENTENCE = "the red book is on the table ."
 ONE_WORD = "book"
 NONSENSE = "Xqz vrbb plomk grzzt."
 FORCED_TARGET = "el libro rojo está en la mesa ."
-BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-
-
-def _browser_paths():
-    browser = next((path for path in map(shutil.which, BROWSER_NAMES) if path), None)
-    return browser, shutil.which("chromedriver")
-
-
-if not all(_browser_paths()):
-    pytest.skip(
-        "no headless browser: chromium and chromedriver must be on PATH; install a browser: "
-        "apt-get install chromium chromium-driver (Debian) or chromium-browser "
-        "chromium-chromedriver (Ubuntu)",
-        allow_module_level=True,
-    )
-
-
-@pytest.fixture(scope="module")
-def driver():
-    """Headless Chromium with a 1400x1000 window and the console log kept."""
-    browser, chromedriver = _browser_paths()
-    options = webdriver.ChromeOptions()
-    options.binary_location = browser
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--window-size=1400,1000", "--disable-gpu", "--no-first-run",
-                     "--disable-extensions", "--disable-background-networking"):
-        options.add_argument(argument)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    chrome = webdriver.Chrome(service=Service(executable_path=chromedriver), options=options)
-    chrome.set_page_load_timeout(TIMEOUT)
-    chrome.set_script_timeout(TIMEOUT)
-    yield chrome
-    chrome.quit()
 
 
 # -- helpers -----------------------------------------------------------------------------------
-
-
-_api = api_call  # what the view tests import from here
-
-
-def _wait(driver, condition, message, timeout=TIMEOUT):
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(
-        lambda d: condition(d), message=message)
-
-
-def _count(driver, selector):
-    return driver.execute_script("return document.querySelectorAll(arguments[0]).length;", selector)
 
 
 def _lines(driver):
@@ -96,69 +45,9 @@ def _token(driver, side, index):
         By.CSS_SELECTOR, f'#head-view .token[data-side="{side}"][data-index="{index}"]')
 
 
-def _scroll_to(driver, element):
-    """Scrolls `element` to the middle of the window and waits until the page
-    stops scrolling (a model-view click scrolls smoothly to the head view)."""
-    positions = []
-
-    def settled(d):
-        d.execute_script("arguments[0].scrollIntoView({block: 'center'});", element)
-        positions.append(d.execute_script("return [window.scrollX, window.scrollY];"))
-        return len(positions) >= 3 and positions[-1] == positions[-2] == positions[-3]
-
-    _wait(driver, settled, "the page never stopped scrolling")
-
-
 def _hover(driver, element):
-    _scroll_to(driver, element)
+    browser.scroll_to(driver, element)
     ActionChains(driver).move_to_element(element).perform()
-
-
-def _set_value(element, text):
-    element.clear()
-    if text:
-        element.send_keys(text)
-
-
-def _submit(driver, text, beam_size=None, target=""):
-    """Fills the form and submits it with Enter in the text box."""
-    box = driver.find_element(By.ID, "text")
-    _set_value(driver.find_element(By.ID, "target"), target)
-    if beam_size is not None:
-        _set_value(driver.find_element(By.ID, "beam-size"), str(beam_size))
-    _set_value(box, text)
-    box.send_keys(Keys.ENTER)
-
-
-def _wait_for_response(driver, text, mode):
-    """Waits until the page shows the answer to `text` in `mode`, head view drawn."""
-    def shown(d):
-        return d.execute_script(
-            "const t = document.getElementById('translations');"
-            "return t.getAttribute('data-source') === arguments[0]"
-            " && t.getAttribute('data-mode') === arguments[1]"
-            " && document.querySelectorAll('#head-view .token').length > 0;", text, mode)
-    _wait(driver, shown, f"the page never showed the {mode} response for {text!r}")
-
-
-def _severe_console_errors(driver):
-    """SEVERE console entries, less the 4xx answers the test asked for on purpose."""
-    try:
-        entries = driver.get_log("browser")
-    except Exception:  # not every driver keeps the console log
-        return []
-    return [entry for entry in entries if entry.get("level") == "SEVERE"
-            and not ("api/translate" in entry.get("message", "")
-                     and "status of 400" in entry.get("message", ""))]
-
-
-def _full_page_screenshot(driver, path):
-    height = driver.execute_script("return document.documentElement.scrollHeight;")
-    driver.set_window_size(1400, min(max(1000, height + 40), 6000))
-    driver.execute_script("window.scrollTo(0, 0);")
-    time.sleep(0.3)
-    driver.save_screenshot(str(path))
-    driver.set_window_size(1400, 1000)
 
 
 def _step_probabilities(driver):
@@ -176,8 +65,9 @@ def _alternatives_and_redecoding(driver, base, expected, tmp_path, record_proper
     shown), the temperature reshapes the table, and the page goes back to
     the original translation."""
     steps = expected["steps"]
-    assert _count(driver, "#steps-table th.step-head") == len(steps)
-    assert _count(driver, "#steps-table td.step-cell.chosen") == len(steps)  # one per position
+    assert browser.count(driver, "#steps-table th.step-head") == len(steps)
+    # One chosen cell per position.
+    assert browser.count(driver, "#steps-table td.step-cell.chosen") == len(steps)
     ranked = [int(rank.text.split()[-1]) for rank in
               driver.find_elements(By.CSS_SELECTOR, "#steps-table th.step-head .step-rank")]
     assert ranked == [step["rank"] for step in steps if step["rank"] > 1]
@@ -185,10 +75,10 @@ def _alternatives_and_redecoding(driver, base, expected, tmp_path, record_proper
     # Click the last target word (the sentence's [END] for this tiny model): its alternatives.
     t = len(steps) - 1
     chip = driver.find_element(By.CSS_SELECTOR, f'#target-tokens .token[data-index="{t}"]')
-    _scroll_to(driver, chip)
+    browser.scroll_to(driver, chip)
     chip.click()
-    _wait(driver, lambda d: d.find_element(By.ID, "alternatives").is_displayed(),
-          "clicking a target word did not show its alternatives")
+    browser.wait(driver, lambda d: d.find_element(By.ID, "alternatives").is_displayed(),
+                 "clicking a target word did not show its alternatives")
     buttons = driver.find_elements(By.CSS_SELECTOR, "#alternatives button.alternative")
     assert [int(b.get_attribute("data-id")) for b in buttons] == [
         a["id"] for a in steps[t]["alternatives"]]
@@ -199,9 +89,9 @@ def _alternatives_and_redecoding(driver, base, expected, tmp_path, record_proper
     picked, picked_id = pick.get_attribute("data-token"), int(pick.get_attribute("data-id"))
     prefix = expected["target_ids"][:t] + [picked_id]
     pick.click()
-    _wait_for_response(driver, SENTENCE, "prefix")
-    status, redecoded = _api(base, "api/translate", {"text": SENTENCE, "beam_size": 2,
-                                                     "target_prefix": prefix})
+    browser.wait_for_response(driver, SENTENCE, "prefix")
+    status, redecoded = api_call(base, "api/translate", {"text": SENTENCE, "beam_size": 2,
+                                                         "target_prefix": prefix})
     assert status == 200, redecoded
     best = driver.find_element(By.CSS_SELECTOR, "#translations li .hyp-text").text
     assert best == redecoded["translations"][0]["text"].strip()
@@ -212,13 +102,13 @@ def _alternatives_and_redecoding(driver, base, expected, tmp_path, record_proper
     score = driver.find_element(By.CSS_SELECTOR, "#translations li .score").text
     assert score == f"score {redecoded['translations'][0]['score']:.3f}".replace("-", "−")
     # The views follow the new translation: one query per target position it reads.
-    _wait(driver, lambda d: _count(d, '#head-view .token[data-side="query"]') == len(
+    browser.wait(driver, lambda d: browser.count(d, '#head-view .token[data-side="query"]') == len(
         redecoded["target_input_tokens"]), "the head view did not follow the new translation")
-    assert _count(driver, "#steps-table th.step-head") == len(redecoded["steps"])
-    assert _count(driver, "#target-tokens .token.fixed") == len(prefix)
+    assert browser.count(driver, "#steps-table th.step-head") == len(redecoded["steps"])
+    assert browser.count(driver, "#target-tokens .token.fixed") == len(prefix)
 
     screenshot = tmp_path / "alternatives.png"
-    _full_page_screenshot(driver, screenshot)
+    browser.full_page_screenshot(driver, screenshot)
     assert screenshot.stat().st_size > 10_000
     record_property("alternatives_screenshot", str(screenshot))
     print(f"screenshot of a re-decoded translation: {screenshot}")
@@ -228,11 +118,11 @@ def _alternatives_and_redecoding(driver, base, expected, tmp_path, record_proper
     # The temperature: other probabilities, the same order (api/alternatives, no new search).
     before = _step_probabilities(driver)
     slider = driver.find_element(By.ID, "steps-temperature")
-    _scroll_to(driver, slider)
+    browser.scroll_to(driver, slider)
     driver.execute_script("arguments[0].value = '3'; arguments[0].dispatchEvent("
                           "new Event('input', {bubbles: true}));", slider)
-    _wait(driver, lambda d: _step_probabilities(d) != before,
-          "moving the temperature did not change the step-by-step probabilities")
+    browser.wait(driver, lambda d: _step_probabilities(d) != before,
+                 "moving the temperature did not change the step-by-step probabilities")
     after = _step_probabilities(driver)
     assert [cell[:2] for cell in after] == [cell[:2] for cell in before]
     assert max(p for *_, p in after) < max(p for *_, p in before)  # flatter
@@ -242,17 +132,17 @@ def _alternatives_and_redecoding(driver, base, expected, tmp_path, record_proper
     driver.execute_script("arguments[0].value = '1'; arguments[0].dispatchEvent("
                           "new Event('input', {bubbles: true}));", slider)
     back = driver.find_element(By.ID, "back-to-original")
-    _scroll_to(driver, back)
+    browser.scroll_to(driver, back)
     back.click()
-    _wait_for_response(driver, SENTENCE, "translate")
+    browser.wait_for_response(driver, SENTENCE, "translate")
     assert driver.find_element(By.CSS_SELECTOR, "#translations li .hyp-text").text == \
         expected["translations"][0]["text"].strip()
     cells = [(str(t), str(a["id"]), a["probability"]) for t, step in enumerate(steps)
              for a in step["alternatives"]]
     cells += [(str(t), str(step["id"]), step["probability"]) for t, step in enumerate(steps)
               if step["rank"] > len(step["alternatives"])]
-    _wait(driver, lambda d: sorted(_step_probabilities(d)) == sorted(cells),
-          "going back did not show the original translation's steps at T = 1")
+    browser.wait(driver, lambda d: sorted(_step_probabilities(d)) == sorted(cells),
+                 "going back did not show the original translation's steps at T = 1")
     assert not driver.find_element(By.ID, "alternatives").is_displayed()
     driver.execute_script("window.scrollTo(0, 0);")
 
@@ -262,14 +152,14 @@ def _alternatives_and_redecoding(driver, base, expected, tmp_path, record_proper
 
 def test_playground_page(driver, playground_url, tmp_path, record_property):
     base = playground_url if playground_url.endswith("/") else playground_url + "/"
-    status, info = _api(base, "api/info")
+    status, info = api_call(base, "api/info")
     assert status == 200, info
 
     started = time.monotonic()
     driver.get(base)
     # On load the page fetches api/info, prefills the example and translates it.
-    _wait(driver, lambda d: _count(d, "#head-view line") > 0,
-          "the head view never drew the example's attention")
+    browser.wait(driver, lambda d: browser.count(d, "#head-view line") > 0,
+                 "the head view never drew the example's attention")
     load_seconds = time.monotonic() - started
     record_property("page_load_seconds", round(load_seconds, 3))
     print(f"page load (navigation -> head view drawn): {load_seconds:.2f} s")
@@ -278,7 +168,7 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     buttons = driver.find_elements(By.CSS_SELECTOR, "#examples button.example")
     assert [b.text for b in buttons] == info["examples"]
     buttons[1].click()
-    _wait_for_response(driver, info["examples"][1], "translate")
+    browser.wait_for_response(driver, info["examples"][1], "translate")
     assert driver.find_element(By.ID, "text").get_attribute("value") == info["examples"][1]
     beam = driver.find_element(By.ID, "beam-size")
     assert beam.get_attribute("max") == str(info["max_beam_size"])
@@ -290,17 +180,17 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     assert shown and abs(float(shown[1]) - info["scores"]["test"]["bleu"]) <= 0.05 + 1e-9, summary
 
     # Translate a sentence with beam 2 (Enter submits).
-    _submit(driver, SENTENCE, beam_size=2)
-    _wait_for_response(driver, SENTENCE, "translate")
-    status, expected = _api(base, "api/translate", {"text": SENTENCE, "beam_size": 2})
+    browser.submit(driver, SENTENCE, beam_size=2)
+    browser.wait_for_response(driver, SENTENCE, "translate")
+    status, expected = api_call(base, "api/translate", {"text": SENTENCE, "beam_size": 2})
     assert status == 200, expected
     hypotheses = driver.find_elements(By.CSS_SELECTOR, "#translations li")
     assert 1 <= len(hypotheses) <= 2
     assert hypotheses[0].find_element(By.CLASS_NAME, "hyp-text").text == \
         expected["translations"][0]["text"].strip()
-    assert _count(driver, "#source-tokens .token") == len(expected["source_tokens"])
-    assert _count(driver, "#target-tokens .token") == len(expected["target_tokens"])
-    assert _count(driver, "#target-tokens .token[data-probability] .prob-bar") == \
+    assert browser.count(driver, "#source-tokens .token") == len(expected["source_tokens"])
+    assert browser.count(driver, "#target-tokens .token") == len(expected["target_tokens"])
+    assert browser.count(driver, "#target-tokens .token[data-probability] .prob-bar") == \
         len(expected["target_tokens"])
     status_text = driver.find_element(By.ID, "status").text
     assert "ms" in status_text and "round trip" in status_text
@@ -316,8 +206,8 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     Q, K = len(expected["target_input_tokens"]), len(expected["source_tokens"])
     assert Select(driver.find_element(By.ID, "kind")).first_selected_option.get_attribute(
         "value") == "cross"
-    assert _count(driver, '#head-view .token[data-side="query"]') == Q
-    assert _count(driver, '#head-view .token[data-side="key"]') == K
+    assert browser.count(driver, '#head-view .token[data-side="query"]') == Q
+    assert browser.count(driver, '#head-view .token[data-side="key"]') == K
     labels = [option.text for option in Select(driver.find_element(By.ID, "kind")).options]
     assert labels == ["Encoder self-attention", "Decoder self-attention (causal)",
                       "Cross-attention (target → source)"]
@@ -347,27 +237,27 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
                             f"{expected['target_tokens'][0]}: P(")
 
     Select(driver.find_element(By.ID, "kind")).select_by_value("encoder_self")
-    _wait(driver, lambda d: _count(d, '#head-view .token[data-side="query"]') == K
-          and _count(d, '#head-view .token[data-side="key"]') == K,
-          "the encoder self-attention head view does not show S x S tokens")
+    browser.wait(driver, lambda d: browser.count(d, '#head-view .token[data-side="query"]') == K
+                 and browser.count(d, '#head-view .token[data-side="key"]') == K,
+                 "the encoder self-attention head view does not show S x S tokens")
     Select(driver.find_element(By.ID, "kind")).select_by_value("cross")
-    _wait(driver, lambda d: _count(d, '#head-view .token[data-side="query"]') == Q,
-          "the head view did not go back to cross-attention")
+    browser.wait(driver, lambda d: browser.count(d, '#head-view .token[data-side="query"]') == Q,
+                 "the head view did not go back to cross-attention")
     Select(driver.find_element(By.ID, "kind")).select_by_value("decoder_self")
-    _wait(driver, lambda d: [label for label, _ in query_labels(d)] == reads_predicts,
-          "the decoder self-attention rows are not labelled reads → predicts")
+    browser.wait(driver, lambda d: [label for label, _ in query_labels(d)] == reads_predicts,
+                 "the decoder self-attention rows are not labelled reads → predicts")
     Select(driver.find_element(By.ID, "kind")).select_by_value("cross")
 
     # The head view starts with the average over heads (all heads at once are a
     # hairball); "All heads" shows every head.
     num_layers = len(expected["attention"]["cross"]["weights"])
     num_heads = len(expected["attention"]["cross"]["weights"][0])
-    _wait(driver, lambda d: {line[0] for line in _lines(d)} == {"average"},
-          "the head view does not start with the average over heads")
+    browser.wait(driver, lambda d: {line[0] for line in _lines(d)} == {"average"},
+                 "the head view does not start with the average over heads")
     assert driver.find_element(By.CSS_SELECTOR, '#heads input[data-head="average"]').is_selected()
     driver.find_element(By.ID, "heads-all").click()
-    _wait(driver, lambda d: len({line[0] for line in _lines(d)}) == num_heads,
-          "'All heads' does not draw every head")
+    browser.wait(driver, lambda d: len({line[0] for line in _lines(d)}) == num_heads,
+                 "'All heads' does not draw every head")
 
     # Switching the layer and the heads redraws the lines.
     before = _lines(driver)
@@ -376,50 +266,51 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
         layer_select = Select(driver.find_element(By.ID, "layer"))
         shown_layer = int(layer_select.first_selected_option.get_attribute("value"))
         layer_select.select_by_value(str((shown_layer + 1) % num_layers))
-        _wait(driver, lambda d: _lines(d) != before, "changing the layer did not redraw the lines")
+        browser.wait(driver, lambda d: _lines(d) != before,
+                     "changing the layer did not redraw the lines")
     before = _lines(driver)
     driver.find_element(By.CSS_SELECTOR, '#heads input[data-head="0"]').click()
-    _wait(driver, lambda d: _lines(d) != before, "hiding head 0 did not redraw the lines")
+    browser.wait(driver, lambda d: _lines(d) != before, "hiding head 0 did not redraw the lines")
     assert "0" not in {line[0] for line in _lines(driver)}
     driver.find_element(By.CSS_SELECTOR, '#heads input[data-head="average"]').click()
-    _wait(driver, lambda d: {line[0] for line in _lines(d)} == {"average"},
-          "the average option does not draw the average lines")
+    browser.wait(driver, lambda d: {line[0] for line in _lines(d)} == {"average"},
+                 "the average option does not draw the average lines")
     driver.find_element(By.ID, "heads-all").click()
-    _wait(driver, lambda d: len({line[0] for line in _lines(d)}) == num_heads,
-          "'All heads' does not draw every head")
+    browser.wait(driver, lambda d: len({line[0] for line in _lines(d)}) == num_heads,
+                 "'All heads' does not draw every head")
 
     # Hovering a query highlights its lines, hovering a key the lines into it
     # (the key most attended to in the layer shown, so that it has lines).
-    assert _count(driver, "#head-view line.active") == 0
+    assert browser.count(driver, "#head-view line.active") == 0
     layer = int(Select(driver.find_element(By.ID, "layer")).first_selected_option
                 .get_attribute("value"))
     totals = [sum(row[j] for heads in expected["attention"]["cross"]["weights"][layer]
                   for row in heads) for j in range(K)]
     key = totals.index(max(totals))
     _hover(driver, _token(driver, "query", 0))
-    _wait(driver, lambda d: _count(d, "#head-view line.active") > 0,
-          "hovering a query token highlighted no line")
+    browser.wait(driver, lambda d: browser.count(d, "#head-view line.active") > 0,
+                 "hovering a query token highlighted no line")
     active = driver.execute_script(
         "return Array.from(document.querySelectorAll('#head-view line.active'))"
         ".map(l => l.getAttribute('data-q'));")
     assert set(active) == {"0"}
     assert "hovering" in driver.find_element(By.ID, "head-view").get_attribute("class")
     _hover(driver, _token(driver, "key", key))
-    _wait(driver, lambda d: set(d.execute_script(
+    browser.wait(driver, lambda d: set(d.execute_script(
         "return Array.from(document.querySelectorAll('#head-view line.active'))"
         ".map(l => l.getAttribute('data-k'));")) == {str(key)},
         "hovering a key token did not highlight the lines into it")
 
     # Model view: one cell per layer and head; a click sets the head view to it.
-    assert _count(driver, "#model-view [data-layer][data-head]") == num_layers * num_heads
+    assert browser.count(driver, "#model-view [data-layer][data-head]") == num_layers * num_heads
     head = num_heads - 1
     cell = driver.find_element(By.CSS_SELECTOR,
                                f'#model-view [data-layer="0"][data-head="{head}"]')
-    _scroll_to(driver, cell)
+    browser.scroll_to(driver, cell)
     cell.click()
-    _wait(driver, lambda d: Select(d.find_element(By.ID, "layer")).first_selected_option
-          .get_attribute("value") == "0" and {line[0] for line in _lines(d)} == {str(head)},
-          "clicking a model-view cell did not set the head view's layer and head")
+    browser.wait(driver, lambda d: Select(d.find_element(By.ID, "layer")).first_selected_option
+                 .get_attribute("value") == "0" and {line[0] for line in _lines(d)} == {str(head)},
+                 "clicking a model-view cell did not set the head view's layer and head")
     checked = [box.get_attribute("data-head") for box in
                driver.find_elements(By.CSS_SELECTOR, "#heads input:checked")]
     assert checked == [str(head)]
@@ -430,10 +321,10 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     # and they are the model's weights.
     query = Q - 1
     token = _token(driver, "query", query)
-    _scroll_to(driver, token)
+    browser.scroll_to(driver, token)
     ActionChains(driver).move_to_element(token).click().perform()
-    _wait(driver, lambda d: Select(d.find_element(By.ID, "comp-query")).first_selected_option
-          .get_attribute("value") == str(query), "clicking a query did not select it")
+    browser.wait(driver, lambda d: Select(d.find_element(By.ID, "comp-query")).first_selected_option
+                 .get_attribute("value") == str(query), "clicking a query did not select it")
     rows = driver.find_elements(By.CSS_SELECTOR, "#computation-table tbody tr[data-key-index]")
     assert len(rows) == K
     weights = [float(cell.get_attribute("data-weight")) for cell in
@@ -448,15 +339,15 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     # the first query's later keys are masked (−∞).
     Select(driver.find_element(By.ID, "kind")).select_by_value("decoder_self")
     Select(driver.find_element(By.ID, "comp-query")).select_by_value("0")
-    _wait(driver, lambda d: _count(d, "#computation-table tbody tr") == Q,
-          "the decoder self-attention table does not have one row per target token")
-    assert _count(driver, "#computation-table tbody tr.masked") == Q - 1
+    browser.wait(driver, lambda d: browser.count(d, "#computation-table tbody tr") == Q,
+                 "the decoder self-attention table does not have one row per target token")
+    assert browser.count(driver, "#computation-table tbody tr.masked") == Q - 1
     Select(driver.find_element(By.ID, "kind")).select_by_value("cross")
-    _wait(driver, lambda d: _count(d, "#computation-table tbody tr") == K,
-          "the computation view did not follow the kind")
+    browser.wait(driver, lambda d: browser.count(d, "#computation-table tbody tr") == K,
+                 "the computation view did not follow the kind")
 
     screenshot = tmp_path / "playground.png"
-    _full_page_screenshot(driver, screenshot)
+    browser.full_page_screenshot(driver, screenshot)
     assert screenshot.stat().st_size > 10_000
     if os.environ.get("PLAYGROUND_SCREENSHOT"):
         shutil.copyfile(screenshot, os.environ["PLAYGROUND_SCREENSHOT"])
@@ -469,30 +360,32 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     before = bars(driver)
     assert 4 <= len(before) <= 6
     first = driver.find_element(By.CSS_SELECTOR, "#sandbox .sandbox-input")
-    _scroll_to(driver, first)
-    _set_value(first, "5")
-    _wait(driver, lambda d: bars(d) != before, "editing a sandbox number did not move the bars")
+    browser.scroll_to(driver, first)
+    browser.set_value(first, "5")
+    browser.wait(driver, lambda d: bars(d) != before,
+                 "editing a sandbox number did not move the bars")
     values = [float(v.get_attribute("data-value")) for v in
               driver.find_elements(By.CSS_SELECTOR, "#sandbox-bars .value")]
     assert sum(values) == pytest.approx(1.0, abs=1e-6) and values[0] == max(values)
     before = bars(driver)
-    _set_value(driver.find_element(By.ID, "temperature-number"), "4")
-    _wait(driver, lambda d: bars(d) != before, "changing the temperature did not move the bars")
+    browser.set_value(driver.find_element(By.ID, "temperature-number"), "4")
+    browser.wait(driver, lambda d: bars(d) != before,
+                 "changing the temperature did not move the bars")
     flatter = [float(v.get_attribute("data-value")) for v in
                driver.find_elements(By.CSS_SELECTOR, "#sandbox-bars .value")]
     assert max(flatter) < max(values)
 
     # A one-word sentence renders too.
     driver.execute_script("window.scrollTo(0, 0);")
-    _submit(driver, ONE_WORD, beam_size=1)
-    _wait_for_response(driver, ONE_WORD, "translate")
-    status, one = _api(base, "api/translate", {"text": ONE_WORD, "beam_size": 1})
-    assert _count(driver, '#head-view .token[data-side="key"]') == len(one["source_tokens"])
+    browser.submit(driver, ONE_WORD, beam_size=1)
+    browser.wait_for_response(driver, ONE_WORD, "translate")
+    status, one = api_call(base, "api/translate", {"text": ONE_WORD, "beam_size": 1})
+    assert browser.count(driver, '#head-view .token[data-side="key"]') == len(one["source_tokens"])
 
     # A sentence mostly out of the vocabulary: the page warns.
-    assert _count(driver, "#reliability .warning[data-kind='out_of_vocabulary']") == 0
-    _submit(driver, NONSENSE, beam_size=1)
-    _wait_for_response(driver, NONSENSE, "translate")
+    assert browser.count(driver, "#reliability .warning[data-kind='out_of_vocabulary']") == 0
+    browser.submit(driver, NONSENSE, beam_size=1)
+    browser.wait_for_response(driver, NONSENSE, "translate")
     warning = driver.find_element(By.CSS_SELECTOR,
                                   "#reliability .warning[data-kind='out_of_vocabulary']")
     assert warning.is_displayed() and "not in the model's vocabulary" in warning.text
@@ -500,31 +393,32 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     # A phone-sized window (420 px): nothing makes the page scroll sideways.
     driver.set_window_size(420, 900)
     try:
-        _wait(driver, lambda d: d.execute_script("return window.innerWidth;") <= 420
-              and d.execute_script("return document.documentElement.scrollWidth <= "
-                                   "window.innerWidth;"),
-              "the page scrolls sideways at 420 px: " + str(driver.execute_script(
-                  "return [document.documentElement.scrollWidth, window.innerWidth, "
-                  "Array.from(document.querySelectorAll('body *')).filter(e => "
-                  "e.getBoundingClientRect().right > window.innerWidth + 0.5)"
-                  ".slice(0, 8).map(e => e.tagName + '#' + e.id + '.' + e.className)];")),
-              timeout=10)
+        browser.wait(driver, lambda d: d.execute_script("return window.innerWidth;") <= 420
+                     and d.execute_script("return document.documentElement.scrollWidth <= "
+                                          "window.innerWidth;"),
+                     "the page scrolls sideways at 420 px: " + str(driver.execute_script(
+                         "return [document.documentElement.scrollWidth, window.innerWidth, "
+                         "Array.from(document.querySelectorAll('body *')).filter(e => "
+                         "e.getBoundingClientRect().right > window.innerWidth + 0.5)"
+                         ".slice(0, 8).map(e => e.tagName + '#' + e.id + '.' + e.className)];")),
+                     timeout=10)
     finally:
         driver.set_window_size(1400, 1000)
 
     # An empty sentence: the API's error message, shown as an error.
-    status, error = _api(base, "api/translate", {"text": "", "beam_size": 2})
+    status, error = api_call(base, "api/translate", {"text": "", "beam_size": 2})
     assert status == 400 and error["error"]
-    _submit(driver, "", beam_size=2)
-    _wait(driver, lambda d: "error" in d.find_element(By.ID, "status").get_attribute("class"),
-          "an empty sentence did not show an error")
+    browser.submit(driver, "", beam_size=2)
+    browser.wait(driver,
+                 lambda d: "error" in d.find_element(By.ID, "status").get_attribute("class"),
+                 "an empty sentence did not show an error")
     assert error["error"] in driver.find_element(By.ID, "status").text
 
     # My own translation: the model's probability of each of its tokens.
-    _submit(driver, SENTENCE, beam_size=2, target=FORCED_TARGET)
-    _wait_for_response(driver, SENTENCE, "forced")
-    status, forced = _api(base, "api/translate",
-                          {"text": SENTENCE, "beam_size": 2, "target": FORCED_TARGET})
+    browser.submit(driver, SENTENCE, beam_size=2, target=FORCED_TARGET)
+    browser.wait_for_response(driver, SENTENCE, "forced")
+    status, forced = api_call(base, "api/translate",
+                              {"text": SENTENCE, "beam_size": 2, "target": FORCED_TARGET})
     assert status == 200 and forced["mode"] == "forced"
     chips = driver.find_elements(By.CSS_SELECTOR, "#target-tokens .token")
     assert len(chips) == len(forced["target_tokens"])
@@ -538,7 +432,7 @@ def test_playground_page(driver, playground_url, tmp_path, record_property):
     assert "error" not in driver.find_element(By.ID, "status").get_attribute("class")
     assert len(driver.find_elements(By.CSS_SELECTOR, "#translations li")) == 1
 
-    assert _severe_console_errors(driver) == []
+    assert browser.severe_console_errors(driver) == []
 
 
 # -- the static export -------------------------------------------------------------------------
@@ -552,29 +446,29 @@ def test_static_export(driver, playground_translator, tmp_path):
                     encoding="utf-8")
 
     driver.get(path.as_uri())
-    _wait(driver, lambda d: _count(d, "#head-view line") > 0,
-          "the static export did not draw the head view")
+    browser.wait(driver, lambda d: browser.count(d, "#head-view line") > 0,
+                 "the static export did not draw the head view")
     note = driver.find_element(By.ID, "static-note")
     assert note.is_displayed() and "Static export of one sentence" in note.text
     assert not driver.find_element(By.ID, "translate-form").is_displayed()
     assert driver.find_element(By.ID, "translations").get_attribute("data-source") == SENTENCE
-    assert _count(driver, "#translations li") >= 1
-    assert _count(driver, "#model-view [data-layer][data-head]") > 0
-    assert _count(driver, "#computation-table tbody tr[data-key-index]") > 0
+    assert browser.count(driver, "#translations li") >= 1
+    assert browser.count(driver, "#model-view [data-layer][data-head]") > 0
+    assert browser.count(driver, "#computation-table tbody tr[data-key-index]") > 0
     assert "error" not in driver.find_element(By.ID, "status").get_attribute("class")
     # The alternatives are shown, but nothing can be re-decoded without a server.
-    assert _count(driver, "#steps-table th.step-head") > 0
+    assert browser.count(driver, "#steps-table th.step-head") > 0
     assert not driver.find_element(By.ID, "steps-temperature").is_enabled()
     driver.find_element(By.CSS_SELECTOR, '#target-tokens .token[data-index="0"]').click()
-    _wait(driver, lambda d: _count(d, "#alternatives button.alternative") > 0,
-          "clicking a target word in the export did not show its alternatives")
-    assert _count(driver, "#alternatives button.alternative:not([disabled])") == 0
+    browser.wait(driver, lambda d: browser.count(d, "#alternatives button.alternative") > 0,
+                 "clicking a target word in the export did not show its alternatives")
+    assert browser.count(driver, "#alternatives button.alternative:not([disabled])") == 0
     # The decoder rows read one token and predict the next, as on the live page.
     first = driver.find_element(By.CSS_SELECTOR,
                                 '#head-view .token[data-side="query"] .token-label').text
     assert first.startswith("[START] → "), first
     # Self-contained: the assets are inlined, and nothing points at the network.
-    assert _count(driver, "script[src], link[rel=stylesheet]") == 0
+    assert browser.count(driver, "script[src], link[rel=stylesheet]") == 0
     links = driver.execute_script(
         "return Array.from(document.querySelectorAll('[src], [href]'))"
         ".map(e => e.getAttribute('src') || e.getAttribute('href'));")
@@ -582,4 +476,4 @@ def test_static_export(driver, playground_translator, tmp_path):
     fetched = driver.execute_script(
         "return performance.getEntriesByType('resource').map(e => e.name);")
     assert not [name for name in fetched if name.startswith(("http:", "https:"))]
-    assert _severe_console_errors(driver) == []
+    assert browser.severe_console_errors(driver) == []

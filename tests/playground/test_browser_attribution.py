@@ -3,25 +3,12 @@ of the translation the page shows, each cell the API's number (and the
 library's: `Translator.attributions`), the agreements, and the one sentence
 that says the methods can disagree."""
 
-import os
-import shutil
-
 import numpy as np
 import pytest
 
-from tests.playground.test_browser import (  # noqa: F401 (driver is a fixture)
-    SENTENCE,
-    TIMEOUT,
-    _api,
-    _count,
-    _full_page_screenshot,
-    _scroll_to,
-    _severe_console_errors,
-    _submit,
-    _wait,
-    _wait_for_response,
-    driver,
-)
+from tests.helpers import api_call
+from tests.playground import browser
+from tests.playground.browser import SENTENCE
 
 pytestmark = pytest.mark.browser
 
@@ -72,8 +59,8 @@ window.fetch = function (url, options) {
 def _submit_and_wait(chrome, target):
     """Submits SENTENCE with `target`; returns the answer once the page shows it."""
     shown = chrome.execute_script("return window.playground.state.requestId;")
-    _submit(chrome, SENTENCE, beam_size=1, target=target)
-    _wait(chrome, lambda d: d.execute_script(
+    browser.submit(chrome, SENTENCE, beam_size=1, target=target)
+    browser.wait(chrome, lambda d: d.execute_script(
         "return document.body.getAttribute('data-rendered');") == str(shown + 1),
         f"the page never showed the answer for {target!r}")
     return chrome.execute_script("return window.playground.state.data;")
@@ -86,7 +73,7 @@ def _row_labels(chrome):
 
 
 def _wait_for_maps(chrome, rows):
-    _wait(chrome, lambda d: d.execute_script(
+    browser.wait(chrome, lambda d: d.execute_script(
         "const maps = document.getElementById('attribution-maps');"
         "return maps.getAttribute('data-source') === arguments[0]"
         " && maps.querySelectorAll('td.attribution-cell[data-method=attention]').length"
@@ -94,14 +81,15 @@ def _wait_for_maps(chrome, rows):
         f"the attribution view never showed {rows} rows for {SENTENCE!r}")
 
 
-def test_attribution_view(driver, playground_url, playground_translator, tmp_path):  # noqa: F811
+def test_attribution_view(driver, playground_url, playground_translator, tmp_path):
     driver.get(playground_url)
-    _wait(driver, lambda d: _count(d, "#head-view line") > 0, "the page never drew the example")
-    _submit(driver, SENTENCE, beam_size=1, target=TARGET)
-    _wait_for_response(driver, SENTENCE, "forced")
+    browser.wait(driver, lambda d: browser.count(d, "#head-view line") > 0,
+                 "the page never drew the example")
+    browser.submit(driver, SENTENCE, beam_size=1, target=TARGET)
+    browser.wait_for_response(driver, SENTENCE, "forced")
     page = driver.execute_script("return window.playground.state.data;")
-    status, answer = _api(playground_url, "api/attributions",
-                          {"text": SENTENCE, "target": page["target_ids"]})
+    status, answer = api_call(playground_url, "api/attributions",
+                              {"text": SENTENCE, "target": page["target_ids"]})
     assert status == 200 and answer["target_tokens"] == page["target_tokens"]
     rows, cols = len(answer["target_tokens"]), len(answer["source_tokens"])
     _wait_for_maps(driver, rows * cols)
@@ -131,11 +119,7 @@ def test_attribution_view(driver, playground_url, playground_translator, tmp_pat
             "css selector", f".attribution-agreement[data-method={method}]").text
         assert f"{round(answer['agreement'][method] * 100)}% of the rows" in agreement
 
-    _scroll_to(driver, section)
-    path = tmp_path / "playground_attribution.png"
-    section.screenshot(str(path))
-    if os.environ.get("PLAYGROUND_SCREENSHOT_DIR"):
-        shutil.copy(path, os.path.join(os.environ["PLAYGROUND_SCREENSHOT_DIR"], path.name))
+    browser.section_screenshot(driver, section, tmp_path / "playground_attribution.png")
 
     # It follows the translation shown (another one of the user's: the tiny
     # model's own is 32 tokens of "." and slow to explain).
@@ -143,28 +127,30 @@ def test_attribution_view(driver, playground_url, playground_translator, tmp_pat
     page = _submit_and_wait(driver, OTHER_TARGET)
     _wait_for_maps(driver, len(page["target_tokens"]) * cols)
     assert _row_labels(driver) == page["target_tokens"]
-    _full_page_screenshot(driver, tmp_path / "playground_attribution_page.png")
-    assert _severe_console_errors(driver) == []
+    browser.full_page_screenshot(driver, tmp_path / "playground_attribution_page.png")
+    assert browser.severe_console_errors(driver) == []
 
     # A new translation: the maps of the one before are gone while its own are
     # computed, and a late answer for an older translation never replaces a newer's.
     driver.execute_script(HOLD_ATTRIBUTIONS)
     older = _submit_and_wait(driver, TARGET)
-    _wait(driver, lambda d: d.execute_script("return window.__held.length;") == 1,
-          "the attributions of the new translation were never asked for")
-    assert _count(driver, "#attribution-maps figure") == 0
+    browser.wait(driver, lambda d: d.execute_script("return window.__held.length;") == 1,
+                 "the attributions of the new translation were never asked for")
+    assert browser.count(driver, "#attribution-maps figure") == 0
     assert driver.find_element("id", "attribution-maps").get_attribute("aria-busy") == "true"
     assert "Computing" in driver.find_element("id", "attribution-status").text
     newest = _submit_and_wait(driver, OTHER_TARGET)
     assert newest["target_tokens"] != older["target_tokens"]
-    _wait(driver, lambda d: d.execute_script("return window.__held.length;") == 2,
-          "the attributions of the newest translation were never asked for")
-    assert _count(driver, "#attribution-maps figure") == 0
+    browser.wait(driver, lambda d: d.execute_script("return window.__held.length;") == 2,
+                 "the attributions of the newest translation were never asked for")
+    assert browser.count(driver, "#attribution-maps figure") == 0
     driver.execute_script("window.__held[1]();")  # the newest answer first
-    _wait(driver, lambda d: d.execute_script("return window.__delivered;") == 1, "never read")
+    browser.wait(driver, lambda d: d.execute_script("return window.__delivered;") == 1,
+                 "never read")
     assert _row_labels(driver) == newest["target_tokens"]
     driver.execute_script("window.__held[0]();")  # then the older one, late
-    _wait(driver, lambda d: d.execute_script("return window.__delivered;") == 2, "never read")
+    browser.wait(driver, lambda d: d.execute_script("return window.__delivered;") == 2,
+                 "never read")
     assert _row_labels(driver) == newest["target_tokens"]
     assert driver.find_element("id", "attribution-maps").get_attribute("aria-busy") is None
-    assert _severe_console_errors(driver) == []
+    assert browser.severe_console_errors(driver) == []

@@ -3,23 +3,12 @@ draws are the API's candidates with their statuses and numbers, the
 highlighted path spells the translation the page shows, and a screenshot
 of the section."""
 
-import os
-import shutil
-
 import pytest
 
 from keras_attention.playground import attention_html
-from tests.playground.test_browser import (  # noqa: F401 (driver: the fixture)
-    SENTENCE,
-    _api,
-    _count,
-    _scroll_to,
-    _severe_console_errors,
-    _submit,
-    _wait,
-    _wait_for_response,
-    driver,
-)
+from tests.helpers import api_call
+from tests.playground import browser
+from tests.playground.browser import SENTENCE
 
 pytestmark = pytest.mark.browser
 
@@ -33,19 +22,19 @@ NODES = """return Array.from(document.querySelectorAll('#beam-tree g.beam-node[d
               title: n.querySelector('title').textContent}));"""
 
 
-def test_beam_tree_view(driver, playground_url, playground_translator, tmp_path):  # noqa: F811
+def test_beam_tree_view(driver, playground_url, playground_translator, tmp_path):
     base = playground_url if playground_url.endswith("/") else playground_url + "/"
     driver.get(base)
-    _wait(driver, lambda d: d.execute_script("return !!window.playground.state.info;"),
-          "the page never loaded api/info")
+    browser.wait(driver, lambda d: d.execute_script("return !!window.playground.state.info;"),
+                 "the page never loaded api/info")
     # A beam of one (greedy search) runs this barely trained model to the length
     # limit: a long chain, scrolled sideways, its path the page's tokens.
-    _submit(driver, SENTENCE, beam_size=1)
-    _wait_for_response(driver, SENTENCE, "translate")
-    status, chain = _api(base, "api/beam_tree", {"text": SENTENCE, "beam_size": 1})
+    browser.submit(driver, SENTENCE, beam_size=1)
+    browser.wait_for_response(driver, SENTENCE, "translate")
+    status, chain = api_call(base, "api/beam_tree", {"text": SENTENCE, "beam_size": 1})
     assert status == 200, chain
-    _wait(driver, lambda d: len(d.execute_script(NODES)) == sum(map(len, chain["steps"])),
-          "the beam tree never drew the beam of one")
+    browser.wait(driver, lambda d: len(d.execute_script(NODES)) == sum(map(len, chain["steps"])),
+                 "the beam tree never drew the beam of one")
     chain_path = [n["token"] for n in sorted(driver.execute_script(NODES),
                                              key=lambda n: n["step"]) if n["best"]]
     assert chain_path == chain["tokens"]
@@ -57,15 +46,15 @@ def test_beam_tree_view(driver, playground_url, playground_translator, tmp_path)
                                      wrap)
 
     # Beam size 3: kept, finished and pruned candidates.
-    _submit(driver, SENTENCE, beam_size=3)
-    _wait_for_response(driver, SENTENCE, "translate")
-    status, tree = _api(base, "api/beam_tree", {"text": SENTENCE, "beam_size": 3})
+    browser.submit(driver, SENTENCE, beam_size=3)
+    browser.wait_for_response(driver, SENTENCE, "translate")
+    status, tree = api_call(base, "api/beam_tree", {"text": SENTENCE, "beam_size": 3})
     assert status == 200, tree
     expected = [(t, i, c["id"], c["token"], c["status"]) for t, step in enumerate(tree["steps"])
                 for i, c in enumerate(step)]
-    _wait(driver, lambda d: "Beam size 3" in d.find_element(By.ID, "beam-tree-summary").text
-          and len(d.execute_script(NODES)) == len(expected),
-          "the beam tree never drew the API's candidates")
+    browser.wait(driver, lambda d: "Beam size 3" in d.find_element(By.ID, "beam-tree-summary").text
+                 and len(d.execute_script(NODES)) == len(expected),
+                 "the beam tree never drew the API's candidates")
     nodes = driver.execute_script(NODES)
     assert [(n["step"], n["index"], n["id"], n["token"], n["status"]) for n in nodes] == expected
     candidates = [c for step in tree["steps"] for c in step]
@@ -107,19 +96,14 @@ def test_beam_tree_view(driver, playground_url, playground_translator, tmp_path)
     exported.write_text(attention_html(playground_translator, SENTENCE, beam_size=3),
                         encoding="utf-8")
     driver.get(exported.as_uri())
-    _wait(driver, lambda d: "live playground server" in d.find_element(
+    browser.wait(driver, lambda d: "live playground server" in d.find_element(
         By.ID, "beam-tree-status").text, "the export never said the view needs the server")
-    assert _count(driver, "#beam-tree g.beam-node") == 0
+    assert browser.count(driver, "#beam-tree g.beam-node") == 0
     driver.get(base)  # back to the live page, its tree drawn again for the screenshot
-    _submit(driver, SENTENCE, beam_size=3)
-    _wait(driver, lambda d: _count(d, "#beam-tree g.beam-node[data-index]") == len(expected),
-          "the beam tree never drew the API's candidates again")
+    browser.submit(driver, SENTENCE, beam_size=3)
+    browser.wait(driver, lambda d: browser.count(d, "#beam-tree g.beam-node[data-index]")
+                 == len(expected), "the beam tree never drew the API's candidates again")
 
     section = driver.find_element(By.ID, "beam-tree-section")
-    _scroll_to(driver, section)
-    shot = tmp_path / "playground_beam_tree.png"
-    section.screenshot(str(shot))
-    assert shot.stat().st_size > 0
-    if os.environ.get("PLAYGROUND_SCREENSHOT_DIR"):
-        shutil.copy(shot, os.path.join(os.environ["PLAYGROUND_SCREENSHOT_DIR"], shot.name))
-    assert not _severe_console_errors(driver)
+    browser.section_screenshot(driver, section, tmp_path / "playground_beam_tree.png")
+    assert not browser.severe_console_errors(driver)

@@ -2,29 +2,16 @@
 are the API's, and the heatmap shown for a step is that checkpoint's own
 cross-attention (last layer, heads averaged) on the page's translation."""
 
-import os
-import shutil
-
 import numpy as np
 import pytest
 
+from tests.helpers import api_call
+from tests.playground import browser
+from tests.playground.browser import SENTENCE
 from tests.playground.test_api_checkpoints import (  # noqa: F401 (fixtures)
     checkpoint_run,
     checkpoint_server,
     cross_mean,
-)
-from tests.playground.test_browser import (  # noqa: F401 (driver is a fixture)
-    SENTENCE,
-    TIMEOUT,
-    _api,
-    _count,
-    _full_page_screenshot,
-    _scroll_to,
-    _severe_console_errors,
-    _submit,
-    _wait,
-    _wait_for_response,
-    driver,
 )
 
 pytestmark = pytest.mark.browser
@@ -48,7 +35,7 @@ def _shown_map(chrome):
 
 
 def _wait_for_step(chrome, step):
-    _wait(chrome, lambda d: d.execute_script(
+    browser.wait(chrome, lambda d: d.execute_script(
         "const map = document.getElementById('checkpoint-heatmap');"
         "return map.getAttribute('data-step') === arguments[0]"
         " && map.getAttribute('data-source') === arguments[1]"
@@ -68,17 +55,18 @@ def test_attention_during_training(driver, checkpoint_server, checkpoint_run,  #
     from keras_attention.translation import load_checkpoint, run_checkpoints, translator_at
 
     base = checkpoint_server.url
-    status, listing = _api(base, "api/checkpoints")
+    status, listing = api_call(base, "api/checkpoints")
     assert status == 200
     steps = [c["step"] for c in listing["checkpoints"]]
     checkpoints = {c.step: c for c in run_checkpoints(checkpoint_run[0])}
     assert steps == sorted(checkpoints) and len(steps) >= 3
 
     driver.get(base)
-    _wait(driver, lambda d: _count(d, "#head-view line") > 0, "the page never drew the example")
+    browser.wait(driver, lambda d: browser.count(d, "#head-view line") > 0,
+                 "the page never drew the example")
     # The page's translation (forced here: the tiny model's own is empty) is every step's target.
-    _submit(driver, SENTENCE, beam_size=1, target=TARGET)
-    _wait_for_response(driver, SENTENCE, "forced")
+    browser.submit(driver, SENTENCE, beam_size=1, target=TARGET)
+    browser.wait_for_response(driver, SENTENCE, "forced")
     section = driver.find_element("id", "checkpoints-section")
     assert driver.find_element("id", "checkpoints-title").text == "Attention during training"
     _wait_for_step(driver, steps[-1])  # the last step first
@@ -108,8 +96,8 @@ def test_attention_during_training(driver, checkpoint_server, checkpoint_run,  #
                                for block in details.attention["cross"]])
         assert weights.shape == expected.shape
         np.testing.assert_allclose(weights, expected, atol=2e-5)
-        status, answer = _api(base, "api/checkpoint_attention",
-                              {"text": SENTENCE, "step": step, "target": TARGET})
+        status, answer = api_call(base, "api/checkpoint_attention",
+                                  {"text": SENTENCE, "step": step, "target": TARGET})
         assert status == 200
         assert driver.find_element("id", "checkpoint-own").text == (
             answer["checkpoint_translation"]["text"] or "(nothing: an empty translation)")
@@ -122,18 +110,14 @@ def test_attention_during_training(driver, checkpoint_server, checkpoint_run,  #
     _wait_for_step(driver, steps[-1])
     np.testing.assert_allclose(_shown_map(driver)[1], shown[steps[-1]], atol=0)
 
-    _scroll_to(driver, section)
-    path = tmp_path / "playground_checkpoints.png"
-    section.screenshot(str(path))
-    if os.environ.get("PLAYGROUND_SCREENSHOT_DIR"):
-        shutil.copy(path, os.path.join(os.environ["PLAYGROUND_SCREENSHOT_DIR"], path.name))
-    _full_page_screenshot(driver, tmp_path / "playground_checkpoints_page.png")
-    assert _severe_console_errors(driver) == []
+    browser.section_screenshot(driver, section, tmp_path / "playground_checkpoints.png")
+    browser.full_page_screenshot(driver, tmp_path / "playground_checkpoints_page.png")
+    assert browser.severe_console_errors(driver) == []
 
     # A model without checkpoints: the section says so in one line, and shows no slider.
     driver.get(playground_url)
-    _wait(driver, lambda d: d.find_element("id", "checkpoints-none").is_displayed(),
-          "the page without checkpoints never said so")
+    browser.wait(driver, lambda d: d.find_element("id", "checkpoints-none").is_displayed(),
+                 "the page without checkpoints never said so")
     assert not driver.find_element("id", "checkpoints-body").is_displayed()
     assert "--workdir" in driver.find_element("id", "checkpoints-none").text
-    assert _severe_console_errors(driver) == []
+    assert browser.severe_console_errors(driver) == []

@@ -29,9 +29,8 @@ from recipes.translation.config import (
 from recipes.translation.config_checks import check_config
 from recipes.translation.runs import check_workdir, evaluate_run, load_translator
 from recipes.translation.train_lib import train_and_evaluate
-from tests.helpers import FRESH_PROCESS, TINY, checksums, free_ports, run_main, tiny_config
+from tests.helpers import FRESH_PROCESS, ROOT, TINY, checksums, free_ports, run_main, tiny_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRAIN = os.path.join(ROOT, "recipes", "translation", "train.py")
 EVALUATE = os.path.join(ROOT, "recipes", "translation", "evaluate.py")
 

@@ -22,10 +22,9 @@ from keras_attention.training import (
     resolve_precision,
 )
 from tests import references
-from tests.helpers import free_ports
+from tests.helpers import ROOT, free_ports
 
 WORKER = os.path.join(os.path.dirname(__file__), "distributed_worker.py")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def reverse_batches(batch_size=16, length=6, vocabulary=20, seed=0):

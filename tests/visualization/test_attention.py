@@ -10,9 +10,8 @@ import pytest
 from keras_attention import Translator
 from keras_attention.visualization import attention_maps, save_attention_heatmaps
 from recipes.translation.runs import load_run
-from tests.helpers import run_main, shipped_translator
+from tests.helpers import ROOT, run_main, shipped_translator
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VISUALIZE = os.path.join(ROOT, "recipes", "translation", "visualize.py")
 
 
