@@ -76,7 +76,6 @@ from recipes.translation.zoo_split import (  # noqa: E402
     write_text,
 )
 
-
 # -- package -------------------------------------------------------------------------
 
 WEIGHTS_FILE = "model.weights.h5"
