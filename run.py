@@ -47,6 +47,13 @@ JAX_TESTS = ["tests/layers", "tests/models", "tests/decoding",
 # keeps, in which order: the same keras.ops code on both) prove nothing more
 # there (setup.cfg).
 JAX_SELECTION = "not backend_independent and not search_bookkeeping"
+# The converter against transformers itself (PyTorch CPU + transformers, which
+# the tests install apart, in .venv-interop/): a model of OPUS-MT's real shapes
+# (74 M parameters) converted from three files. In `run.py test` without ARGS
+# it is a tier of its own, one process: a pytest-xdist worker that ran it kept
+# its memory (glibc does not hand it back) for the rest of the run, and one
+# such worker reached 12 GB and was killed on a 24 GB machine.
+INTEROP_TESTS = "tests/convert/test_interop.py"
 # The quick tier (markers in setup.cfg): no training, no recipe run, no fresh
 # processes, no browser.
 QUICK = "not slow and not multiprocess and not browser"
@@ -120,20 +127,31 @@ def _workers(args):
 # An explicit setting in the environment wins.
 ONE_THREAD = {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
               "OMP_NUM_THREADS": "1"}
+# glibc's malloc keeps up to 8 arenas a core, and a TensorFlow process frees
+# little of them back: two pytest-xdist workers grew to 10-12 GB each on a
+# 24 GB machine (beside a benchmark), and one was killed. Two arenas a
+# process, glibc's usual remedy for a many-threaded process, hold that growth
+# down (an explicit setting in the environment wins).
+FEW_ARENAS = {"MALLOC_ARENA_MAX": "2"}
 
 
 def run_tests(args):
     python = _python()
     workers = _workers(args)
     threads = {k: os.environ.get(k, v) for k, v in ONE_THREAD.items()} if workers else {}
+    threads.update({k: os.environ.get(k, v) for k, v in FEW_ARENAS.items()})
     pytest = [python, "-m", "pytest", *workers]
     if "--quick" in args:
         args = [a for a in args if a != "--quick"]
         tiers = [_tier("quick (TensorFlow)", [*pytest, "-m", QUICK, *args],
                        _env(KERAS_BACKEND="tensorflow", **threads))]
     else:
+        interop = [] if args else ["--ignore", INTEROP_TESTS]  # ARGS choose: one tier
         tiers = [
-            _tier("TensorFlow", [*pytest, *args], _env(KERAS_BACKEND="tensorflow", **threads)),
+            _tier("TensorFlow", [*pytest, *interop, *args],
+                  _env(KERAS_BACKEND="tensorflow", **threads)),
+            *([_tier("interop (TensorFlow, transformers)", [python, "-m", "pytest", INTEROP_TESTS],
+                     _env(KERAS_BACKEND="tensorflow"))] if interop else []),
             _tier("JAX", [*pytest, *JAX_TESTS, "-m", JAX_SELECTION, *args],
                   _env(KERAS_BACKEND="jax", **threads)),
         ]
