@@ -605,7 +605,10 @@ def test_a_full_disk_in_evaluate_or_visualize_keeps_the_old_files(tmp_path, monk
            "cross_attention.png": "old png", "page.html": "<p>old</p>"}
     for name, text in old.items():
         (tmp_path / name).write_text(text)
-    translator = types.SimpleNamespace(beam_size=1, translate=lambda s, **k: ["new"] * len(s))
+    translator = types.SimpleNamespace(
+        beam_size=1, search=lambda s, **k: types.SimpleNamespace(texts=["new"] * len(s)))
+    monkeypatch.setattr("keras_attention.translation.reliability.calibrate_result",
+                        lambda *args, **kwargs: None)  # (a search without a model)
     config = types.SimpleNamespace(max_eval_sentences=None, eval_batch_size=8)
     maps = AttentionMaps(["a", "[END]"], ["b", "[END]"], ["[START]", "b"],
                          *(np.full((1, 2, 2, 2), 0.5),) * 3, "a", "b")
