@@ -218,7 +218,7 @@ class Work:
         if self.xla is not None:
             shape = tuple(tuple(a.shape) for a in args)
             if shape in self._xla_ready or not background:
-                return self.xla(*args)
+                return self.run_xla(*args)
             if self.ready:
                 self._queue_xla(shape, args)
         with self._engine.builder.calling():
@@ -228,6 +228,15 @@ class Work:
                 return self.build(*args)
             outputs = self.eager_fn(*args)  # op by op: no wait for the whole trace
         self._queue_graph(args)
+        return outputs
+
+    def run_xla(self, *args):
+        """The XLA program of `args`' shape (compiled now if it is not yet),
+        on `args`; the shape is then ready for every later call, in either
+        mode: a program compiled by a call in `"wait"` mode (a warm-up) is not
+        compiled again, nor passed over for the graph or the eager path."""
+        outputs = self.xla(*args)
+        self._xla_ready.add(tuple(tuple(a.shape) for a in args))
         return outputs
 
     def build(self, *args):
@@ -252,11 +261,7 @@ class Work:
                 return
             self._xla_queued.add(shape)
 
-        def compile_shape():
-            self.xla(*args)
-            self._xla_ready.add(shape)
-
-        self._engine.builder.submit(compile_shape)
+        self._engine.builder.submit(lambda: self.run_xla(*args))
 
 
 def _on_jax():

@@ -212,8 +212,7 @@ class Engine:
         if wait or not background_enabled():
             work.build(*args)
             if work.xla is not None:
-                work.xla(*args)
-                work._xla_ready.add(tuple(tuple(a.shape) for a in args))
+                work.run_xla(*args)
         elif not work.ready:
             work._queue_graph(args)
         return work
