@@ -243,12 +243,7 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
              positions=None):
         if reverse:
             # Tied output projection: logits = x·Eᵀ over the token embeddings.
-            embedding = self.token_embedding
-            if embedding.quantization_mode is None:
-                table = embedding.embeddings  # [V, D]
-            else:  # int8 (or int4) values and their scales: the table as the layer reads it
-                table = embedding(ops.arange(self.vocabulary_size, dtype="int32"))
-            table = ops.cast(table, inputs.dtype)  # [V, D]
+            table, row_scale = self._projection_table(inputs.dtype)  # [V, D], [V] or None
 
             def project(rows):
                 # (E·xᵀ)ᵀ, not x·Eᵀ: the table is read in its own layout. With
@@ -258,7 +253,11 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
                 # instead of 19 ms a step); the graph's MatMul is as fast or
                 # faster this way too (benchmarks/opus_mt.py).
                 flat = ops.reshape(rows, (-1, rows.shape[-1]))  # [N, D]
-                logits = ops.transpose(ops.matmul(table, ops.transpose(flat)))  # [N, V]
+                logits = ops.matmul(table, ops.transpose(flat))  # [V, N]
+                if row_scale is not None:  # int8: row v of the table is q_v / s_v
+                    logits = ops.cast(ops.cast(logits, "float32") / row_scale[:, None],
+                                      logits.dtype)
+                logits = ops.transpose(logits)  # [N, V]
                 logits = ops.reshape(logits, tuple(ops.shape(rows)[:-1])
                                      + (self.vocabulary_size,))  # [..., V]
                 if self.output_bias:
@@ -289,6 +288,31 @@ class TokenAndPositionEmbedding(keras.layers.Layer):
             )  # [T, D]
             return x + ops.cast(positions, x.dtype)
         return x + self.position_layer(x, start_index=start_index)
+
+    def _projection_table(self, dtype):
+        """The tied projection's table `[V, D]` in `dtype` and, for an int8
+        table, its per-row scales `[V]` (float32: the division runs in
+        float32, as Keras' own dequantization does), else None.
+
+        Keras' int8 Embedding holds q = round(E·s) (int8 `[V, D]`) and s
+        (`embeddings_scale` `[V]`) and reads row v as q_v / s_v; the logits
+        x·(q_v / s_v) are (q·xᵀ)_v / s_v, so the projection multiplies the
+        int8 values themselves and divides the `[V, N]` result by s, instead
+        of gathering and dividing the whole table (30M values for a 58k-word
+        OPUS-MT model) at every call: under XLA that dequantization was
+        hoisted out of the decoding loop but still ran once per call, and
+        without XLA at every step. Other quantizations (int4, or LoRA on
+        the quantized table) read the table as the layer does.
+        """
+        embedding = self.token_embedding
+        mode = embedding.quantization_mode
+        if mode is None:
+            return ops.cast(embedding.embeddings, dtype), None  # [V, D]
+        if mode == "int8" and not embedding.lora_enabled:
+            return (ops.cast(embedding.embeddings, dtype),  # q: exact in any float dtype
+                    ops.cast(embedding.embeddings_scale, "float32"))  # [V]
+        table = embedding(ops.arange(self.vocabulary_size, dtype="int32"))  # [V, D]
+        return ops.cast(table, dtype), None
 
     def _encoding_at(self, positions):
         """The position encodings `[..., D]` of int `positions` `[...]`."""

@@ -122,6 +122,47 @@ def test_tied_projection_of_one_row_reads_the_table_in_place_under_xla():
     expected = x @ to_numpy(layer.token_embedding.embeddings).T + to_numpy(layer.output_bias_weight)
     np.testing.assert_allclose(to_numpy(step(tokens, hidden)), expected, rtol=1e-5, atol=1e-5)
 
+@pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
+def test_int8_tied_projection_divides_the_logits_not_the_table(policy):
+    """An int8 table (Keras: q = round(E·s), row v read as q_v / s_v): the
+    tied projection is (q·xᵀ)ᵀ / s, equal to x·(q / s)ᵀ over the dequantized
+    table (float rounding; bfloat16's under mixed_bfloat16) with the same
+    top-1 tokens, and under XLA it neither gathers nor divides the whole
+    table (it did at every call: a 58k x 512 table on OPUS-MT)."""
+    vocabulary, depth = 1000, 64
+    layer = TokenAndPositionEmbedding(vocabulary, 8, depth, output_bias=True, dtype=policy)
+    layer(ops.array([[5, 9]]))
+    rng = np.random.default_rng(0)
+    layer.output_bias_weight.assign(rng.normal(size=vocabulary).astype("float32"))
+    layer.token_embedding.quantize("int8")
+    assert keras.backend.standardize_dtype(layer.token_embedding.embeddings.dtype) == "int8"
+    q = to_numpy(layer.token_embedding.embeddings)
+    scale = to_numpy(layer.token_embedding.embeddings_scale)  # [V]
+    x = rng.normal(size=(3, 2, depth)).astype("float32")
+    expected = x @ (q.astype("float64") / scale[:, None]).T + to_numpy(layer.output_bias_weight)
+    logits = to_numpy(ops.cast(layer(ops.cast(x, layer.compute_dtype), reverse=True),
+                               "float32"))
+    if policy == "float32":
+        np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5 * np.abs(expected).max())
+        np.testing.assert_array_equal(logits.argmax(-1), expected.argmax(-1))
+    else:  # x in bfloat16 (8 bits), the logits rounded to bfloat16
+        bf16_x = to_numpy(ops.cast(ops.cast(x, "bfloat16"), "float32"))
+        expected = bf16_x @ (q / scale[:, None]).T + to_numpy(layer.output_bias_weight)
+        np.testing.assert_allclose(logits, expected, rtol=2e-2, atol=2e-2 * np.abs(expected).max())
+    if keras.backend.backend() != "tensorflow" or policy != "float32":
+        return
+    import re
+
+    import tensorflow as tf
+
+    step = tf.function(lambda h: layer(h, reverse=True), jit_compile=True)
+    hlo = step.experimental_get_compiler_ir(tf.constant(x[:1, :1]))(stage="optimized_hlo")
+    whole_table = [line for line in hlo.splitlines()
+                   if re.search(r"(gather|divide)\(", line)
+                   and re.search(rf"\[{vocabulary},(1,)?{depth}\]", line)]
+    assert not whole_table, "\n".join(whole_table)
+
+
 def test_sinusoidal_custom_max_wavelength():
     pe = sinusoidal_position_encoding(5, 6, max_wavelength=100.0)
     np.testing.assert_allclose(
