@@ -1,6 +1,6 @@
 """The Transformer's precision: Keras' int8 (and other) quantization on the
-layers that have a kernel, the quantization mode a model holds, and a copy
-of a model under another dtype policy."""
+layers that have a kernel, the quantization mode a model holds and how its
+config saves it, and a copy of a model under another dtype policy."""
 
 import warnings
 
@@ -76,3 +76,41 @@ def with_dtype_policy(model, dtype_policy):
     clone = model.__class__.from_config(config)
     clone.set_weights(model.get_weights())
     return clone
+
+
+def saved_dtype_policy(model):
+    """The dtype policy `model.get_config` saves: the model's, or once
+    `quantize` has given some layers their own (`int8_from_float32`, ...), a
+    `DTypePolicyMap` of those layers' policies over the model's, so that
+    `from_config` builds the quantized layers the weights belong to (as
+    keras-hub's `Backbone.get_config` does)."""
+    policy = model.dtype_policy
+    if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
+        return policy
+    quantized = {layer.path: layer.dtype_policy for layer in sublayers(model)
+                 if layer.quantization_mode is not None}
+    if not quantized:
+        return policy
+    policy_map = keras.dtype_policies.DTypePolicyMap(default_policy=policy)
+    for path, layer_policy in quantized.items():
+        policy_map[path] = layer_policy
+    return policy_map
+
+
+def quantized_from_config(cls, config):
+    """`cls.from_config` of a quantized model's `config` (its `dtype` a
+    `DTypePolicyMap`, `saved_dtype_policy`): built in the map's default
+    policy, then the mapped layers quantized as `quantize` did, so the
+    variables are those of the saved weights. (Handing the map down to the
+    layers instead trips Keras 3.15's int8 `Embedding`, which reads its mode
+    from the map's default and saves no scale.)"""
+    policy_map = config["dtype"]
+    modes = {policy.quantization_mode for policy in policy_map.values()}
+    if len(modes) > 1:
+        raise ValueError(f"A model quantized in several modes ({sorted(modes)}) is not "
+                         "supported; quantize every layer in one mode.")
+    model = cls(**{**config, "dtype": policy_map.default_policy})
+    if modes:
+        paths = set(policy_map)
+        model.quantize(modes.pop(), filters=lambda layer: layer.path in paths)
+    return model

@@ -435,7 +435,7 @@ class Transformer(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self._saved_dtype_policy()),
+            "dtype": keras.dtype_policies.serialize(precision.saved_dtype_policy(self)),
             "encoder_vocabulary_size": self.encoder_vocabulary_size,
             "decoder_vocabulary_size": self.decoder_vocabulary_size,
             "num_encoder_layers": self.num_encoder_layers,
@@ -459,47 +459,14 @@ class Transformer(keras.Model):
             "output_bias": self.output_bias,
         }
 
-    def _saved_dtype_policy(self):
-        """The dtype policy `get_config` saves: the model's, or once `quantize`
-        has given some layers their own (`int8_from_float32`, ...), a
-        `DTypePolicyMap` of those layers' policies over the model's, so that
-        `from_config` builds the quantized layers the weights belong to (as
-        keras-hub's `Backbone.get_config` does)."""
-        policy = self.dtype_policy
-        if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
-            return policy
-        quantized = {layer.path: layer.dtype_policy
-                     for layer in precision.sublayers(self)
-                     if layer.quantization_mode is not None}
-        if not quantized:
-            return policy
-        policy_map = keras.dtype_policies.DTypePolicyMap(default_policy=policy)
-        for path, layer_policy in quantized.items():
-            policy_map[path] = layer_policy
-        return policy_map
-
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         if isinstance(config.get("dtype"), dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        policy_map = config.get("dtype")
-        if not isinstance(policy_map, keras.dtype_policies.DTypePolicyMap):
+        if not isinstance(config.get("dtype"), keras.dtype_policies.DTypePolicyMap):
             return cls(**config)
-        # A quantized model (`_saved_dtype_policy`): built in the map's
-        # default policy, then the mapped layers quantized as `quantize` did,
-        # so the variables are those of the saved weights. (Handing the map
-        # down to the layers instead trips Keras 3.15's int8 `Embedding`,
-        # which reads its mode from the map's default and saves no scale.)
-        modes = {policy.quantization_mode for policy in policy_map.values()}
-        if len(modes) > 1:
-            raise ValueError(f"A model quantized in several modes ({sorted(modes)}) is not "
-                             "supported; quantize every layer in one mode.")
-        model = cls(**{**config, "dtype": policy_map.default_policy})
-        if modes:
-            paths = set(policy_map)
-            model.quantize(modes.pop(), filters=lambda layer: layer.path in paths)
-        return model
+        return precision.quantized_from_config(cls, config)
 
 
 # The public names this module held before they moved to the modules of

@@ -41,10 +41,10 @@ import tempfile
 if not __package__:  # run as a file, not with `python -m recipes.translation.beam_translate`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from recipes.translation.config import (  # noqa: E402
+from recipes.translation.config import positive_int  # noqa: E402
+from recipes.translation.decoding_flags import (  # noqa: E402
     add_decoding_flags,
     decoding_overrides,
-    positive_int,
 )
 
 OUTPUT_FORMATS = ("tsv", "text")

@@ -13,6 +13,14 @@ import os
 import typing
 
 from recipes.translation.corpus_rule import AUTO, RULE_FIELDS
+from recipes.translation.decoding_flags import (
+    DECODING_DEFAULTS,
+    DECODING_FLAGS,
+    DECODING_UNSET,
+    LENGTH_PENALTY_FORMS,
+    early_stopping_value,
+)
+from recipes.translation.decoding_flags import flag as _flag
 
 # Listed here so that `--help` does not import TensorFlow (the library's
 # lists need it); tests/recipes check that they agree with the library's.
@@ -27,40 +35,6 @@ def _field(default, help, **kwargs):
     return dataclasses.field(default=default, metadata={"help": help, **kwargs})
 
 
-# `--early-stopping`: flag value -> `DecodingSettings.early_stopping`.
-EARLY_STOPPING = {"never": "never", "true": True, "false": False}
-
-
-def early_stopping_value(text):
-    """argparse `type` of `--early-stopping`: never, true or false."""
-    if text not in EARLY_STOPPING:
-        raise argparse.ArgumentTypeError(f"must be never, true or false; received {text!r}")
-    return EARLY_STOPPING[text]
-
-
-# The decoding flags every script offers (train.py as config fields, the
-# others with `add_decoding_flags`), with one help text each; their defaults
-# are `keras_attention.decoding.DEFAULTS` (checked by tests/recipes), listed
-# here so that `--help` does not import Keras.
-DECODING_FLAGS = {
-    "beam_size": (int, "beam size (1: greedy)"),
-    "length_penalty": (float, "GNMT length penalty alpha: scores are "
-                       "log P(Y|X) / ((5 + |Y|) / 6)^alpha (0: the log-probability)"),
-    "max_output_length": (int, "most target tokens generated, [END] included"),
-    "early_stopping": (early_stopping_value, "when beam search stops a sentence: false "
-                       "(Hugging Face's heuristic; the exact bound's BLEU at 1.4x its speed, "
-                       "measured), never (the exact bound) or true (once beam-size hypotheses "
-                       "have finished, as fairseq and CTranslate2)"),
-    "length_penalty_form": (str, "the length penalty's form: gnmt ((5 + |Y|) / 6)^alpha or "
-                            "power |Y|^alpha (Marian's, Hugging Face's and CTranslate2's)"),
-}
-DECODING_DEFAULTS = {"beam_size": 4, "length_penalty": 0.6, "max_output_length": None,
-                     "early_stopping": False, "length_penalty_form": "gnmt"}
-# The values of `--length-penalty-form` (`keras_attention.decoding.LENGTH_PENALTY_FORMS`,
-# checked by tests/recipes).
-LENGTH_PENALTY_FORMS = ("gnmt", "power")
-# What a decoding setting left unset (None) means.
-DECODING_UNSET = {"max_output_length": "the model's --max-length"}
 # The sizes of `keras_attention.models.transformer.PRESETS` under the config's
 # field names, for `--help` (which must not import Keras; tests/recipes check
 # that they agree with the library's): what --d-model etc. left unset give.
@@ -286,49 +260,6 @@ def positive_int(text):
     return value
 
 
-def add_decoding_flags(parser, default="the run's", notes=None):
-    """Adds the decoding flags of train.py to another script
-    (`--beam-size`, `--length-penalty`, `--max-output-length`,
-    `--early-stopping`), each None unless given; `decoding_overrides(args)`
-    is what `Translator.with_settings` takes. `default` says where an unset
-    flag's value comes from; `notes` ({name: text}) adds what the script does
-    with one flag (e.g. the playground's starting beam size)."""
-    group = parser.add_argument_group("decoding (as train.py's flags)")
-    for name, (kind, help_text) in DECODING_FLAGS.items():
-        shown = default
-        if name in DECODING_UNSET:
-            shown += f"; {DECODING_UNSET[name]} if that is unset"
-        note = f"; {notes[name]}" if notes and name in notes else ""
-        group.add_argument(_flag(name), type=kind, dest=name, default=None,
-                           metavar="{never,true,false}" if name == "early_stopping" else None,
-                           choices=LENGTH_PENALTY_FORMS if name == "length_penalty_form" else None,
-                           help=f"{help_text}{note} (default: {shown})")
-    return parser
-
-
-def decoding_overrides(parser, args):
-    """The decoding flags given on the command line, as settings, checked
-    (`parser.error` names a bad one by its flag)."""
-    overrides = {name: getattr(args, name) for name in DECODING_FLAGS
-                 if getattr(args, name, None) is not None}
-    if overrides:
-        from recipes._startup import import_tensorflow
-
-        import_tensorflow()  # before Keras: quietly
-        from keras_attention.decoding import DecodingSettings
-
-        try:
-            DecodingSettings.check(overrides, _flag)
-        except ValueError as e:
-            parser.error(str(e))
-    return overrides
-
-
-def decoding_settings(config):
-    """The config's decoding settings, as `Translator(...)` takes them."""
-    return {name: getattr(config, name) for name in DECODING_FLAGS}
-
-
 PRESETS = {
     # The bundled English -> Spanish corpus: trains on a 2-core CPU in minutes.
     "bundled": TranslationConfig(),
@@ -374,10 +305,6 @@ PRESETS["own_corpus"] = TranslationConfig(
 )
 DEFAULT_PRESET = "bundled"
 OWN_FILES_PRESET = "own_corpus"
-
-
-def _flag(name):
-    return "--" + name.replace("_", "-")
 
 
 # train.py's --help groups, in order: every flag field is in exactly one.

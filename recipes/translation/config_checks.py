@@ -1,8 +1,9 @@
 """The checks of a run's `TranslationConfig` (`check_config`), before
 anything is written: each names the flag and the value received."""
 
-from recipes.translation.config import _flag, decoding_settings
 from recipes.translation.corpus_rule import placeholder
+from recipes.translation.decoding_flags import decoding_settings
+from recipes.translation.decoding_flags import flag as _flag
 
 
 def check_config(config):

@@ -40,10 +40,10 @@ import os
 if not __package__:  # run as a file, not with `python -m recipes.translation.export`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from recipes.translation.config import (  # noqa: E402
+from recipes.translation.config import positive_int  # noqa: E402
+from recipes.translation.decoding_flags import (  # noqa: E402
     add_decoding_flags,
     decoding_overrides,
-    positive_int,
 )
 
 # CTranslate2's weight types (keras_attention.export.ctranslate2.QUANTIZATIONS;

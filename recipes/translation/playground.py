@@ -29,7 +29,7 @@ import os
 if not __package__:  # run as a file, not with `python -m recipes.translation.playground`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from recipes.translation.config import (  # noqa: E402
+from recipes.translation.decoding_flags import (  # noqa: E402
     add_decoding_flags,
     decoding_overrides,
 )

@@ -19,8 +19,9 @@ from keras_attention.training import (
     resolve_precision,
 )
 from keras_attention.translation import Translator
-from recipes.translation.config import decoding_settings, load_config
+from recipes.translation.config import load_config
 from recipes.translation.corpora import make_corpus
+from recipes.translation.decoding_flags import decoding_settings
 from recipes.translation.model_setup import build_model
 from recipes.translation.scoring import score
 

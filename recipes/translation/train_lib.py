@@ -47,8 +47,8 @@ from recipes.translation import (
     runs,
     scoring,
 )
-from recipes.translation.config import decoding_settings
 from recipes.translation.config_checks import check_config
+from recipes.translation.decoding_flags import decoding_settings
 
 
 def train_and_evaluate(config, workdir, callbacks=None, verbose=1, export=True):

@@ -21,7 +21,7 @@ import os
 if not __package__:  # run as a file, not with `python -m recipes.translation.visualize`
     import _repo_root  # noqa: F401  (puts the repository root on sys.path)
 
-from recipes.translation.config import add_decoding_flags, decoding_overrides  # noqa: E402
+from recipes.translation.decoding_flags import add_decoding_flags, decoding_overrides  # noqa: E402
 
 
 def main(argv=None):

@@ -181,12 +181,12 @@ def test_every_script_offers_the_same_decoding_flags(capsys):
     value reaches the config (`--early-stopping true` -> True) and the
     translator's settings."""
     from keras_attention.decoding import DEFAULTS, LENGTH_PENALTY_FORMS
-    from recipes.translation import evaluate, export, playground, visualize
+    from recipes.translation import decoding_flags, evaluate, export, playground, visualize
 
-    assert config_module.DECODING_DEFAULTS == DEFAULTS.to_dict()
-    assert tuple(config_module.DECODING_FLAGS) == DEFAULTS.names()
-    assert config_module.LENGTH_PENALTY_FORMS == LENGTH_PENALTY_FORMS
-    assert config_module.decoding_settings(TranslationConfig()) == DEFAULTS.to_dict()
+    assert decoding_flags.DECODING_DEFAULTS == DEFAULTS.to_dict()
+    assert tuple(decoding_flags.DECODING_FLAGS) == DEFAULTS.names()
+    assert decoding_flags.LENGTH_PENALTY_FORMS == LENGTH_PENALTY_FORMS
+    assert decoding_flags.decoding_settings(TranslationConfig()) == DEFAULTS.to_dict()
     flags = ["--beam-size", "--length-penalty", "--max-output-length", "--early-stopping",
              "--length-penalty-form"]
     for script in (train, evaluate, export, visualize, playground):
