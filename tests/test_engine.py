@@ -147,6 +147,22 @@ def test_wait_mode_never_runs_eagerly(monkeypatch):
         translator.translate(["again"])
 
 
+def test_a_model_and_its_engine_are_freed_with_the_last_reference():
+    """The engine lives on its model, not in a module registry that keeps
+    every model ever translated with (and its compiled programs) alive
+    (issue 69)."""
+    import gc
+    import weakref
+
+    translator = untrained_translator()
+    translator.translate([SOURCES[0]])
+    assert translator.with_settings(beam_size=2).engine is translator.engine
+    model, engine = weakref.ref(translator.model), weakref.ref(translator.engine)
+    del translator
+    gc.collect()
+    assert model() is None and engine() is None
+
+
 def test_threads_get_the_sequential_results_batched_together(background, monkeypatch):
     """8 threads translating through one translator get exactly what one
     caller at a time gets, and their requests are batched together (fewer

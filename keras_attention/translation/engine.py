@@ -51,7 +51,6 @@ request (the playground calls it at start), and `wait=True` waits for it.
 
 import threading
 import time
-import weakref
 
 import keras
 import numpy as np
@@ -83,14 +82,25 @@ from keras_attention.translation.compiled import (
 # had one caller).
 GATHER_SECONDS = 0.01
 
-_ENGINES = weakref.WeakKeyDictionary()
+#
+# A model's engines are an attribute of the model (set past Keras' and
+# TensorFlow's attribute tracking: neither saves nor exports it), so they go
+# with it. A module-level registry, even one keyed weakly by the model, kept
+# every model ever translated with alive: its engine holds the model (and
+# its compiled programs close over it), and a weak key whose value refers
+# to it never dies (issue 69: a test process grew by each model it built).
+_ENGINES_ATTRIBUTE = "_keras_attention_engines"
 _ENGINES_LOCK = threading.Lock()
 
 
 def engine_of(model, source_tokenizer, target_tokenizer):
-    """The `Engine` of `model` and its tokenizers (made on first use)."""
+    """The `Engine` of `model` and its tokenizers (made on first use; it
+    lives as long as the model)."""
     with _ENGINES_LOCK:
-        engines = _ENGINES.setdefault(model, {})
+        engines = getattr(model, _ENGINES_ATTRIBUTE, None)
+        if engines is None:
+            engines = {}
+            object.__setattr__(model, _ENGINES_ATTRIBUTE, engines)
         key = (id(source_tokenizer), id(target_tokenizer))
         engine = engines.get(key)
         if engine is None or engine.source_tokenizer is not source_tokenizer:
