@@ -1,6 +1,7 @@
 """SentencePiece tokenizers (unigram and BPE) learned by the native trainer
 and run by TensorFlow Text ops; both native learners on a real-sized corpus."""
 
+import functools
 import json
 import os
 
@@ -25,10 +26,17 @@ from tests.helpers import ENGLISH, SPANISH
 TRICKY = ['Es a las 2:30, ¿vale?', 'Dijo "hola" y se fue.', "Tom's dog - a 3.5 kg one."]
 
 
+@functools.cache
+def _train(sentence_pairs, algorithm):
+    """Both tokenizers of `algorithm`, learned once per test process (the
+    fixture's and the all-algorithms test's); read-only."""
+    extra = tf.data.Dataset.from_tensor_slices((TRICKY * 5, TRICKY * 5))
+    return train_tokenizers(sentence_pairs.concatenate(extra), 200, algorithm=algorithm)
+
+
 @pytest.fixture(scope="module", params=["sentencepiece", "sentencepiece_bpe"])
 def sp_tokenizers(request, sentence_pairs):
-    extra = tf.data.Dataset.from_tensor_slices((TRICKY * 5, TRICKY * 5))
-    return train_tokenizers(sentence_pairs.concatenate(extra), 200, algorithm=request.param)
+    return _train(sentence_pairs, request.param)
 
 
 def test_vocabulary_and_reserved_ids(sp_tokenizers):
@@ -118,10 +126,21 @@ def test_shared(sentence_pairs):
 
 
 @pytest.mark.slow
-def test_inside_a_saved_model_loaded_with_tensorflow_text_only(tmp_path, sp_tokenizers):
-    folder = tmp_path / "model"
-    assert tokenizer_checks.round_trip_in_tensorflow_text_only(sp_tokenizers[1], SPANISH,
-                                                               folder) == SPANISH
+def test_every_algorithm_inside_a_saved_model_loaded_with_tensorflow_text_only(
+        tmp_path, sentence_pairs, tokenizers):
+    """Tokenize and detokenize in a SavedModel that a process importing only
+    tensorflow and tensorflow_text can load (what TF Serving links): the
+    target tokenizer of each algorithm (WordPiece: tests/data/conftest.py's
+    `tokenizers`; SentencePiece unigram and BPE), one fresh process for the
+    three."""
+    chosen = {"wordpiece": tokenizers[1],
+              **{algorithm: _train(sentence_pairs, algorithm)[1]
+                 for algorithm in ("sentencepiece", "sentencepiece_bpe")}}
+    assert isinstance(chosen["wordpiece"], SubwordTokenizer)
+    assert all(isinstance(chosen[a], SentencePieceTokenizer)
+               for a in ("sentencepiece", "sentencepiece_bpe"))
+    assert tokenizer_checks.round_trips_in_tensorflow_text_only(
+        chosen, SPANISH, tmp_path / "model") == {name: SPANISH for name in chosen}
 
 
 def _synthetic_corpus(pairs, seed=0):

@@ -240,12 +240,3 @@ def test_bad_vocabulary(vocabulary, match):
 def test_bad_vocabulary_size(sentence_pairs, size):
     with pytest.raises(ValueError, match="vocabulary_size"):
         SubwordTokenizer.train(sentence_pairs.map(lambda s, t: s), size)
-
-
-@pytest.mark.slow
-def test_inside_a_saved_model_loaded_with_tensorflow_text_only(tmp_path, tokenizers):
-    """Tokenize and detokenize in a SavedModel that a process importing only
-    tensorflow and tensorflow_text can load (what TF Serving links)."""
-    folder = tmp_path / "model"
-    assert tokenizer_checks.round_trip_in_tensorflow_text_only(tokenizers[1], SPANISH,
-                                                               folder) == SPANISH

@@ -1,6 +1,7 @@
 """Checks every tokenizer algorithm passes (WordPiece in test_tokenizers.py,
 SentencePiece in test_sentencepiece.py): written once, called by each."""
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -40,33 +41,38 @@ def assert_empty_and_bad_input_survive(tokenizer):
     return ids
 
 
-def round_trip_in_tensorflow_text_only(tokenizer, texts, folder):
-    """`texts` tokenized and detokenized by a SavedModel (saved in `folder`)
-    that a fresh process importing only tensorflow and tensorflow_text loads:
-    what TF Serving links. Neither this package, keras-hub nor the
-    sentencepiece library may be needed there."""
+def round_trips_in_tensorflow_text_only(tokenizers, texts, folder):
+    """`{name: texts tokenized and detokenized}` by one SavedModel (saved in
+    `folder`; a signature per tokenizer of `tokenizers`, `{name: tokenizer}`)
+    that a fresh process importing only tensorflow and tensorflow_text
+    loads: what TF Serving links. Neither this package, keras-hub nor the
+    sentencepiece library may be needed there. (One process for every
+    algorithm: its start-up is most of the check's time.)"""
+    def round_trip(tokenizer):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def call(text):
+            return {"text": tokenizer.detokenize(tokenizer.tokenize(text))}
+
+        return call
+
     module = tf.Module()
-    module.tokenizer = tokenizer
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-    def round_trip(text):
-        return {"text": tokenizer.detokenize(tokenizer.tokenize(text))}
-
-    module.round_trip = round_trip
-    tf.saved_model.save(module, str(folder), signatures={"serving_default": round_trip})
+    module.tokenizers = list(tokenizers.values())
+    signatures = {name: round_trip(tokenizer) for name, tokenizer in tokenizers.items()}
+    tf.saved_model.save(module, str(folder), signatures=signatures)
     script = textwrap.dedent(
         f"""
-        import sys
+        import json, sys
         import tensorflow as tf
         import tensorflow_text  # noqa: F401  (registers its ops)
         # (`import tensorflow` itself may load keras; this package must not be needed.)
         assert not any(m.startswith(("keras_attention", "keras_hub", "sentencepiece"))
                        for m in sys.modules)
-        fn = tf.saved_model.load({str(folder)!r}).signatures["serving_default"]
-        print("|".join(t.decode() for t in fn(text=tf.constant({list(texts)!r}))["text"].numpy()))
+        signatures = tf.saved_model.load({str(folder)!r}).signatures
+        print(json.dumps({{name: [t.decode() for t in signatures[name](
+            text=tf.constant({list(texts)!r}))["text"].numpy()] for name in {list(tokenizers)!r}}}))
         """
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    return result.stdout.strip().split("\n")[-1].split("|")
+    return json.loads(result.stdout.strip().split("\n")[-1])

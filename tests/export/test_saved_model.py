@@ -200,12 +200,18 @@ def test_score_means_the_same_with_one_beam(run, tmp_path):
     np.testing.assert_allclose(served["score"].numpy(), expected, rtol=1e-4, atol=1e-4)
 
 
+def _json_lines(stdout):
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
 @pytest.fixture(scope="module")
-def fresh_process(exported):
-    result = subprocess.run([sys.executable, "-c", FRESH_PROCESS, exported, json.dumps(SENTENCES)],
-                            capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stderr[-4000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+def fresh_process(serving_process):
+    """What `FRESH_PROCESS` found in the fresh process (its one JSON line,
+    printed before the malformed requests ran)."""
+    result = serving_process
+    found = [line for line in _json_lines(result.stdout) if "imported" in line]
+    assert len(found) == 1, result.stderr[-4000:]
+    return found[0]
 
 
 def test_loads_with_only_tensorflow_and_tensorflow_text(fresh_process, served):
@@ -310,13 +316,24 @@ MALFORMED = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def malformed(exported):
+def serving_process(exported):
+    """One fresh process that loads the export as TF Serving does: first
+    `FRESH_PROCESS` (what it imports, its ops, translations, edge cases,
+    batches and threads; its JSON line), then `MALFORMED` (each malformed
+    request, each case's lines), on the same TensorFlow start-up. A crash
+    in the malformed requests leaves `FRESH_PROCESS`'s line printed."""
+    return subprocess.run([sys.executable, "-c", FRESH_PROCESS + MALFORMED, exported,
+                           json.dumps(SENTENCES)],
+                          capture_output=True, text=True, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def malformed(serving_process):
     """Each malformed request, through a loaded signature and through a TF1
-    session (TF Serving's way), in one fresh process: a crash there names
+    session (TF Serving's way), in the fresh process: a crash there names
     the case that caused it."""
-    result = subprocess.run([sys.executable, "-c", MALFORMED, exported],
-                            capture_output=True, text=True, timeout=600, check=False)
-    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    result = serving_process
+    lines = [line for line in _json_lines(result.stdout) if "case" in line or "start" in line]
     assert result.returncode == 0, (f"crashed ({result.returncode}) "
                                     f"on {lines[-1] if lines else '?'}"
                                     f": {result.stderr[-3000:]}")

@@ -2,8 +2,9 @@
 2 localhost processes × 2 forced CPU devices (JAX's gloo collectives) train
 the Transformer to the weights of 1 process × 4 devices, and the
 model-parallel layout shards the kernels and trains to the same numbers.
-Each run is a fresh process (`tests/training/jax_worker.py`): the device
-count is fixed when JAX starts."""
+The runs are fresh processes (`tests/training/jax_worker.py`): the device
+count is fixed when JAX starts. The two 1-process runs (4 devices each)
+share one process, started beside the 2-process pair."""
 
 import json
 import os
@@ -26,11 +27,12 @@ def _free_port():
 
 
 def _start(folder, strategy, processes, index, port):
-    """A worker writing its JSON line to a file (two workers wait for each
-    other at shutdown: neither may block on a full pipe)."""
+    """A worker writing its JSON lines to a file (two workers wait for each
+    other at shutdown: neither may block on a full pipe); `strategy` may
+    name several, comma-separated, run in turn."""
     env = {**os.environ, "KERAS_BACKEND": "jax", "PYTHONPATH": ROOT}
     env.pop("XLA_FLAGS", None)
-    out = folder / f"{strategy}-{processes}-{index}.json"
+    out = folder / f"{strategy.replace(',', '+')}-{processes}-{index}.json"
     with open(out, "w") as stdout, open(str(out) + ".err", "w") as stderr:
         process = subprocess.Popen(
             [sys.executable, "-m", "tests.training.jax_worker", strategy, str(processes),
@@ -39,19 +41,25 @@ def _start(folder, strategy, processes, index, port):
 
 
 def _results(started):
+    """Each worker's JSON lines, one a strategy, in the order run."""
     outputs = []
     for process, out in started:
         process.wait(timeout=600)
         assert process.returncode == 0, open(str(out) + ".err").read()[-3000:]
-        outputs.append(json.loads(out.read_text().strip().splitlines()[-1]))
+        outputs.append([json.loads(line) for line in out.read_text().splitlines()
+                        if line.startswith("{")])
     return outputs
 
 
 def test_two_processes_train_as_one_and_model_parallel_shards_the_kernels(tmp_path):
     port = _free_port()
-    two = _results([_start(tmp_path, "data_parallel", 2, i, port) for i in range(2)])
-    one, sharded = _results([_start(tmp_path, "data_parallel", 1, 0, 0),
-                             _start(tmp_path, "model_parallel", 1, 0, 0)])
+    *two, (one, sharded) = _results([
+        *(_start(tmp_path, "data_parallel", 2, i, port) for i in range(2)),
+        _start(tmp_path, "data_parallel,model_parallel", 1, 0, 0)])
+    assert [len(lines) for lines in two] == [1, 1]
+    two = [lines[0] for lines in two]
+    assert [r["strategy"] for r in (*two, one, sharded)] == [
+        "data_parallel", "data_parallel", "data_parallel", "model_parallel"]
     assert [r["process_count"] for r in two] == [2, 2] and one["process_count"] == 1
     for result in two + [sharded]:
         assert result["weights"].keys() == one["weights"].keys()
