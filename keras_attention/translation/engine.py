@@ -82,7 +82,6 @@ from keras_attention.translation.compiled import (
 # had one caller).
 GATHER_SECONDS = 0.01
 
-#
 # A model's engines are an attribute of the model (set past Keras' and
 # TensorFlow's attribute tracking: neither saves nor exports it), so they go
 # with it. A module-level registry, even one keyed weakly by the model, kept
