@@ -6,8 +6,7 @@ Modules, by concern: `translator` (`Translator`: its settings and thin
 methods), `engine` (`Engine`, one per model and tokenizers: the compiled
 work every method runs, bucketing, ids <-> strings, the empty-input rule,
 batching of concurrent callers; `compiled`: how its work runs without
-waiting for a compilation; `cpu_precision`: a mixed-precision model decoded
-in float32 on a CPU), `files` (`translate_file`:
+waiting for a compilation), `files` (`translate_file`:
 text files of any size, streamed, resumable, sharded; `file_parts`: `merge`
 of the shards' parts), `run_inference` (`TranslatorModelHandler`, Apache
 Beam's RunInference over a translator; needs the `[beam]` extra), `searching` (the

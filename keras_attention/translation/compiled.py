@@ -20,6 +20,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_attention.decoding.precision import thread_setting
+
 IDS = tf.TensorSpec([None, None], tf.int32)
 
 
@@ -36,18 +38,6 @@ def compile_mode(mode):
         raise ValueError(f"`mode` must be one of {COMPILE_MODES}; received {mode!r}.")
     with thread_setting(_THREAD, mode):
         yield
-
-
-@contextlib.contextmanager
-def thread_setting(store, mode):
-    """Within it, `store.mode` (`store` a `threading.local`) is `mode`: a
-    setting of this thread's engine calls."""
-    previous = getattr(store, "mode", None)
-    store.mode = mode
-    try:
-        yield
-    finally:
-        store.mode = previous
 
 
 def background_enabled():

@@ -47,7 +47,7 @@ The three paths compute the same formula with the same operations; their
 numbers agree to float32 rounding (the tokens are the same but for exact
 ties). On a CPU, a mixed-precision model (`mixed_bfloat16`, `mixed_float16`)
 is decoded by every path with its float32 twin, which reads the model's
-own float32 weights (`cpu_precision`: XLA's CPU compiler has no bfloat16
+own float32 weights (`decoding.precision`: XLA's CPU compiler has no bfloat16
 matrix product, and the conversions cost more than they save);
 `decoding_dtype("model")` or `KERAS_ATTENTION_DECODING_DTYPE=model` keeps
 the model's policy. `Engine.warm_up` builds what the defaults need ahead of a first
@@ -66,8 +66,9 @@ from keras_attention._validation import check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
 from keras_attention.decoding import check_num_return_sequences, search
+from keras_attention.decoding.precision import DECODING_DTYPES, decoding_dtype, decoding_twin
 from keras_attention.layers import xla_ops_allowed
-from keras_attention.models.precision import reading, stateless_twin
+from keras_attention.models.precision import reading
 from keras_attention.translation.compiled import (
     BUILDER,
     COMPILE_MODES,
@@ -76,11 +77,6 @@ from keras_attention.translation.compiled import (
     Work,
     background_enabled,
     compile_mode,
-)
-from keras_attention.translation.cpu_precision import (
-    DECODING_DTYPES,
-    decodes_in_float32,
-    decoding_dtype,
 )
 
 # The engines of each model: one per (model, source tokenizer, target
@@ -167,7 +163,7 @@ class Engine:
         state that tracing reads, `xla_ops_allowed()` and the decoding
         precision, is added), made with `make_fn(model)` on first use: its
         graph's function of the model itself (or of its float32 twin,
-        `cpu_precision`), its eager path's of that model with compiled
+        `decoding.precision`), its eager path's of that model with compiled
         steps (`stepped`)."""
         with self._lock:
             twin = self._twin()
@@ -183,13 +179,9 @@ class Engine:
 
     def _twin(self):
         """The model's float32 twin when this thread's engine calls decode
-        with it (`cpu_precision.decodes_in_float32`), else None (the model
-        itself). Call under `self._lock`."""
-        if not decodes_in_float32(self.model):
-            return None
-        if "twin" not in self._objects:  # (None where the variables do not pair up)
-            self._objects["twin"] = stateless_twin(self.model, "float32")
-        return self._objects["twin"]
+        with it (`decoding.precision.decoding_twin`), else None (the model
+        itself)."""
+        return decoding_twin(self.model)
 
     @property
     def compute_dtype(self):

@@ -1,5 +1,5 @@
 """On a CPU the engine decodes a mixed-precision model with its float32 twin
-(`keras_attention.translation.cpu_precision`): the same architecture under
+(`keras_attention.decoding.precision`): the same architecture under
 the float32 policy, reading the model's own (float32) variables inside each
 compiled program. So it decodes as the float32 model with the same weights
 does, on every path, follows the weights as they change, converts no weight
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from keras_attention import Translator
+from keras_attention.decoding.precision import decodes_in_float32, decoding_dtype
 from keras_attention.models.precision import stateless_twin, with_dtype_policy
-from keras_attention.translation.cpu_precision import decodes_in_float32, decoding_dtype
 from tests.helpers import ENGLISH, untrained_translator
 
 SOURCES = ENGLISH[:3] + [""]

@@ -1,4 +1,5 @@
-"""Which precision the engine decodes a mixed-precision model in on a CPU.
+"""Which precision a mixed-precision model is decoded in on a CPU (by the
+translation engine and keras-hub's `generate` alike).
 
 Under `mixed_bfloat16` (the default policy on AVX-512 BF16 processors) or
 `mixed_float16`, a model keeps float32 variables and computes in 16 bits.
@@ -20,6 +21,8 @@ op, graph, XLA, JAX) runs the same twin, so they keep agreeing; the
 exported SavedModel keeps the model's own policy (TensorFlow's CPU kernels
 run bfloat16 natively with oneDNN; it has no XLA).
 
+keras-hub's `generate` (`hub.SearchSampler`) decodes with the same twin,
+so it keeps giving `Translator.translate`'s translations.
 `KERAS_ATTENTION_DECODING_DTYPE` (or `decoding_dtype(...)` for one thread)
 chooses: `"auto"` (float32 on a CPU, the model's own elsewhere),
 `"float32"` (float32 on every device) or `"model"` (the model's own
@@ -33,8 +36,7 @@ import threading
 
 import keras
 
-from keras_attention.models.precision import mixed_policy
-from keras_attention.translation.compiled import thread_setting
+from keras_attention.models.precision import mixed_policy, stateless_twin
 
 DECODING_DTYPES = ("auto", "float32", "model")
 _THREAD = threading.local()  # this thread's `decoding_dtype`, if any
@@ -65,17 +67,24 @@ def decoding_dtype_setting():
     return mode
 
 
+@contextlib.contextmanager
+def thread_setting(store, mode):
+    """Within it, `store.mode` (`store` a `threading.local`) is `mode`: a
+    setting of this thread's calls."""
+    previous = getattr(store, "mode", None)
+    store.mode = mode
+    try:
+        yield
+    finally:
+        store.mode = previous
+
+
 @functools.lru_cache(maxsize=None)
 def on_cpu():
     """Whether the backend computes on the CPU (no GPU or TPU in sight; the
     devices of a process do not change)."""
-    if keras.backend.backend() == "jax":
-        import jax
-
-        return jax.default_backend() == "cpu"
-    import tensorflow as tf
-
-    return not (tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
+    return all(device.lower().split(":")[-2].endswith("cpu")
+               for device in keras.distribution.list_devices())
 
 
 def decodes_in_float32(model, mode=None):
@@ -89,5 +98,26 @@ def decodes_in_float32(model, mode=None):
     return mode == "float32" or on_cpu()
 
 
-__all__ = ["DECODING_DTYPES", "decoding_dtype", "decoding_dtype_setting", "decodes_in_float32",
-           "on_cpu"]
+_TWIN_ATTRIBUTE = "_keras_attention_float32_twin"
+_TWIN_LOCK = threading.Lock()
+
+
+def decoding_twin(model, mode=None):
+    """The float32 twin `model` is decoded with in `mode` (`decodes_in_float32`),
+    else None (the model itself). Made once per model and kept on it (past
+    Keras' attribute tracking: never saved); None too where the twin's
+    variables do not pair up with the model's (`stateless_twin`)."""
+    if not decodes_in_float32(model, mode):
+        return None
+    with _TWIN_LOCK:
+        twins = getattr(model, _TWIN_ATTRIBUTE, None)
+        if twins is None:
+            twins = {}
+            object.__setattr__(model, _TWIN_ATTRIBUTE, twins)
+        if "float32" not in twins:
+            twins["float32"] = stateless_twin(model, "float32")
+        return twins["float32"]
+
+
+__all__ = ["DECODING_DTYPES", "decoding_dtype", "decoding_dtype_setting", "decoding_twin",
+           "decodes_in_float32", "on_cpu", "thread_setting"]
