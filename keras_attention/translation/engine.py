@@ -187,8 +187,7 @@ class Engine:
     def compute_dtype(self):
         """The dtype this thread's engine calls compute in: float32 with the
         float32 twin, else the model's `compute_dtype`."""
-        with self._lock:
-            return "float32" if self._twin() is not None else self.model.compute_dtype
+        return "float32" if self._twin() is not None else self.model.compute_dtype
 
     def _stepped(self, twin=None):
         """The model (or its float32 `twin`) with compiled `encode` and
