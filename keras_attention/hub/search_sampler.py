@@ -15,6 +15,8 @@ from keras import ops
 
 from keras_attention._constants import END_ID, START_ID
 from keras_attention.decoding import DecodingSettings, search
+from keras_attention.decoding.precision import decoding_twin
+from keras_attention.models.precision import reading
 
 
 class SearchSampler(keras_hub.samplers.Sampler):
@@ -53,8 +55,18 @@ class SearchSampler(keras_hub.samplers.Sampler):
                              "TransformerSeq2SeqLM) and `encoder_token_ids`.")
         settings = model.settings.replace(**self._overrides)
         length = ops.shape(prompt)[1]
-        tokens, _ = search(model.backbone, encoder_token_ids, length - 1, START_ID, END_ID,
-                           **settings.search_options())  # [B, length - 1]
+        backbone, options = model.backbone, settings.search_options()
+
+        def run(decoder, encoder_token_ids):
+            return search(decoder, encoder_token_ids, length - 1, START_ID, END_ID, **options)
+
+        # On a CPU, a mixed-precision backbone decodes with its float32 twin,
+        # as `Translator.translate` does (`decoding.precision`).
+        twin = decoding_twin(backbone)
+        if twin is None:
+            tokens, _ = run(backbone, encoder_token_ids)  # [B, length - 1]
+        else:
+            tokens, _ = reading(twin, backbone, lambda x: run(twin, x))(encoder_token_ids)
         start = ops.full((ops.shape(tokens)[0], 1), START_ID, dtype=tokens.dtype)
         return ops.cast(ops.concatenate([start, tokens], axis=1), prompt.dtype)
 

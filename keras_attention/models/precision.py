@@ -1,7 +1,10 @@
 """The Transformer's precision: Keras' int8 (and other) quantization on the
 layers that have a kernel, the quantization mode a model holds and how its
-config saves it, and a copy of a model under another dtype policy."""
+config saves it, a copy of a model under another dtype policy, and a
+twin of a model under another policy that computes with the model's own
+weights (`stateless_twin`, `reading`)."""
 
+import threading
 import warnings
 
 import keras
@@ -114,3 +117,66 @@ def quantized_from_config(cls, config):
         paths = set(policy_map)
         model.quantize(modes.pop(), filters=lambda layer: layer.path in paths)
     return model
+
+
+def mixed_policy(model):
+    """Whether `model` computes in a 16-bit float type over float32
+    variables (`mixed_bfloat16`, `mixed_float16`), unquantized: the policies
+    whose float32 twin (`stateless_twin`) reads the very same weights."""
+    return (isinstance(model.dtype_policy, keras.dtype_policies.DTypePolicy)
+            and not isinstance(model.dtype_policy, keras.dtype_policies.DTypePolicyMap)
+            and model.compute_dtype in ("bfloat16", "float16")
+            and model.variable_dtype == "float32" and quantization_of(model) is None)
+
+
+def stateless_twin(model, dtype_policy="float32"):
+    """A model of `model`'s class and config under `dtype_policy` whose
+    variables hold no values (neither memory nor an initialization): it
+    computes only inside `reading(twin, model, fn)`, which maps them onto
+    `model`'s current values. None where its variables do not match
+    `model`'s one for one (paths, shapes, dtypes): e.g. LoRA enabled on `model`.
+
+    Keras creates a variable without its value inside a `StatelessScope`
+    and lists it for initialization when the outermost scope closes; the
+    twin is built in a thread of its own, in a scope that initializes
+    nothing, so that list goes with the thread and no later scope fills the
+    twin with random weights."""
+    config = {**model.get_config(), "dtype": keras.dtype_policies.get(dtype_policy)}
+    built = {}
+
+    def build():
+        try:
+            with keras.StatelessScope(initialize_variables=False):
+                built["twin"] = model.__class__.from_config(config)
+        except Exception as error:  # noqa: BLE001 - raised in the caller's thread
+            built["error"] = error
+
+    thread = threading.Thread(target=build, name="keras_attention-stateless-twin")
+    thread.start()
+    thread.join()
+    if "error" in built:
+        raise built["error"]
+    twin = built["twin"]
+    # (Paths of the weights; a dropout's seed state is named by a counter.)
+    mine, theirs = twin.variables, model.variables
+    if ([w.path for w in twin.weights] != [w.path for w in model.weights]
+            or len(mine) != len(theirs) or any(
+                (tuple(a.shape), a.dtype) != (tuple(b.shape), b.dtype)
+                for a, b in zip(mine, theirs))):
+        return None
+    return twin
+
+
+def reading(twin, model, fn):
+    """`fn` (a function of `twin`, `stateless_twin(model)`) run with the
+    twin's variables mapped onto `model`'s values, read at each call: inside
+    a traced function (a tf.function graph, an XLA or `jax.jit` program) the
+    reads are the program's own, so it follows `model`'s weights after
+    `fit` or `load_weights` and holds no copy of them."""
+    pairs = list(zip(twin.variables, model.variables))
+
+    def run(*args, **kwargs):
+        with keras.StatelessScope(state_mapping=[(t, m) for t, m in pairs]):
+            return fn(*args, **kwargs)
+
+    return run

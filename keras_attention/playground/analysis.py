@@ -32,10 +32,12 @@ KINDS = ("encoder_self", "decoder_self", "cross")
 _DIGITS = 5  # significant digits of the numbers sent
 
 
-def model_info(model, name=None):
+def model_info(model, name=None, compute_dtype=None):
     """The architecture numbers the page labels its views with. `name`: what
     the page calls the model (a run's or preset's folder name; default
-    "Transformer", not Keras' internal `transformer_1`)."""
+    "Transformer", not Keras' internal `transformer_1`); `compute_dtype`:
+    what its numbers are computed in (the engine's `compute_dtype`: float32
+    for a mixed-precision model on a CPU; default the model's)."""
     attention = model.encoder_blocks[0].self_attention
     return {
         "name": name or "Transformer",
@@ -50,7 +52,7 @@ def model_info(model, name=None):
         "max_length": model.max_length,
         # The vectors' precision: under mixed_bfloat16 the weighted sum of the
         # (bfloat16) values matches `outputs` to ~3 digits, not 5.
-        "compute_dtype": model.compute_dtype,
+        "compute_dtype": compute_dtype or model.compute_dtype,
     }
 
 
@@ -200,7 +202,8 @@ def analyze(translator, text, beam_size=None, target=None, target_prefix=None, t
         **reliability(translator.engine.tokens(translator.engine.tokenize([text], whole=True)[0],
                                                "source"),
                       details.log_probs, rules.rule_of(translator), translator.model.max_length),
-        "model": translator.engine.memo("model_info", lambda: model_info(translator.model)),
+        "model": translator.engine.memo("model_info", lambda: model_info(
+            translator.model, compute_dtype=translator.engine.compute_dtype)),
         "scale": _round(details.attention["encoder_self"][0]["scale"]),
         "attention": attention,
         "milliseconds": round((time.perf_counter() - start) * 1000, 1),

@@ -134,7 +134,8 @@ def checkpoint_attention(translators, text, step, target=None, name=None):
     answer = analyze(translator, text, target=target)
     own = translator.search([text], verbose=0, beam_size=1, check_reliability=False)
     answer.update(about, checkpoint_translation={"text": own.texts[0], "tokens": own.tokens[0]},
-                  model=model_info(translator.model, name))
+                  model=model_info(translator.model, name,
+                                   translator.engine.compute_dtype))
     return answer
 
 

@@ -107,7 +107,7 @@ class PlaygroundServer:
         if examples is None:
             examples = EXAMPLES.get(source_language(translator), EXAMPLES["en"])
         examples = [str(e) for e in examples]
-        self.info = {"model": model_info(translator.model, name),
+        self.info = {"model": model_info(translator.model, name, translator.engine.compute_dtype),
                      "beam_size": translator.beam_size,
                      "max_beam_size": PAGE_MAX_BEAM_SIZE, "max_text_length": MAX_TEXT_LENGTH,
                      "top_k": DEFAULT_TOP_K,

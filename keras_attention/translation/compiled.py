@@ -20,6 +20,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_attention.decoding.precision import thread_setting
+
 IDS = tf.TensorSpec([None, None], tf.int32)
 
 
@@ -34,12 +36,8 @@ def compile_mode(mode):
     `"wait"`, so that its bytes never depend on timing."""
     if mode not in COMPILE_MODES:
         raise ValueError(f"`mode` must be one of {COMPILE_MODES}; received {mode!r}.")
-    previous = getattr(_THREAD, "mode", None)
-    _THREAD.mode = mode
-    try:
+    with thread_setting(_THREAD, mode):
         yield
-    finally:
-        _THREAD.mode = previous
 
 
 def background_enabled():
@@ -155,16 +153,21 @@ class CompiledSteps:
     one graph for every shape: the eager path of a search runs its loop
     op by op but each decoding step as one call (a long sentence in ~0.3 s
     instead of ~1 s of ~14k eager ops), after a trace of one step (~0.5 s)
-    instead of the whole search's (~3.5 s with its instantiation)."""
+    instead of the whole search's (~3.5 s with its instantiation). `wrap`
+    runs each compiled function inside what the model needs around it (a
+    float32 twin's `precision.reading`, so that the graph reads the
+    variables itself)."""
 
-    def __init__(self, model):
+    def __init__(self, model, wrap=None):
         self._model = model
+        self._wrap = wrap or (lambda fn: fn)  # e.g. `precision.reading` of a twin
         self._lock = threading.Lock()
         self._step = None
         if _on_jax():  # the search's own `jax.jit` compiles every step
             self._encode, self._step = model.encode, model.decode_step
         else:
-            self._encode = tf.function(model.encode, input_signature=[IDS], autograph=False)
+            self._encode = tf.function(self._wrap(model.encode), input_signature=[IDS],
+                                       autograph=False)
 
     def __getattr__(self, name):
         return getattr(self._model, name)
@@ -177,7 +180,7 @@ class CompiledSteps:
         with self._lock:
             if self._step is None:
                 self._step = tf.function(
-                    self._model.decode_step, autograph=False,
+                    self._wrap(self._model.decode_step), autograph=False,
                     input_signature=tf.nest.map_structure(_relaxed_spec, arguments))
         return self._step(*arguments)
 

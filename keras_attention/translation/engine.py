@@ -45,7 +45,12 @@ never makes a caller wait for a compilation.
 
 The three paths compute the same formula with the same operations; their
 numbers agree to float32 rounding (the tokens are the same but for exact
-ties). `Engine.warm_up` builds what the defaults need ahead of a first
+ties). On a CPU, a mixed-precision model (`mixed_bfloat16`, `mixed_float16`)
+is decoded by every path with its float32 twin, which reads the model's
+own float32 weights (`decoding.precision`: XLA's CPU compiler has no bfloat16
+matrix product, and the conversions cost more than they save);
+`decoding_dtype("model")` or `KERAS_ATTENTION_DECODING_DTYPE=model` keeps
+the model's policy. `Engine.warm_up` builds what the defaults need ahead of a first
 request (the playground calls it at start), and `wait=True` waits for it.
 """
 
@@ -61,7 +66,9 @@ from keras_attention._validation import check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
 from keras_attention.decoding import check_num_return_sequences, search
+from keras_attention.decoding.precision import DECODING_DTYPES, decoding_dtype, decoding_twin
 from keras_attention.layers import xla_ops_allowed
+from keras_attention.models.precision import reading
 from keras_attention.translation.compiled import (
     BUILDER,
     COMPILE_MODES,
@@ -153,24 +160,43 @@ class Engine:
 
     def work(self, key, make_fn, num_args=1, jit_compile=False):
         """The `Work` of `key` (any hashable naming what it computes; the
-        state that tracing reads, `xla_ops_allowed()`, is added), made with
-        `make_fn(model)` on first use: its graph's function of the model
-        itself, its eager path's of the model with compiled steps
-        (`stepped`)."""
-        key = (key, xla_ops_allowed(), bool(jit_compile))
+        state that tracing reads, `xla_ops_allowed()` and the decoding
+        precision, is added), made with `make_fn(model)` on first use: its
+        graph's function of the model itself (or of its float32 twin,
+        `decoding.precision`), its eager path's of that model with compiled
+        steps (`stepped`)."""
         with self._lock:
+            twin = self._twin()
+            key = (key, xla_ops_allowed(), bool(jit_compile), twin is not None)
             if key not in self._works:
-                self._works[key] = Work(self, str(key[0]), make_fn(self.model), num_args,
-                                        jit_compile, make_fn(self._stepped()))
+                if twin is None:
+                    fn, eager_fn = make_fn(self.model), make_fn(self._stepped())
+                else:
+                    fn = reading(twin, self.model, make_fn(twin))
+                    eager_fn = reading(twin, self.model, make_fn(self._stepped(twin)))
+                self._works[key] = Work(self, str(key[0]), fn, num_args, jit_compile, eager_fn)
             return self._works[key]
 
-    def _stepped(self):
-        """The model with compiled `encode` and `decode_step` (one per
-        `xla_ops_allowed()` state, read when they trace). Call under
-        `self._lock`."""
-        key = ("stepped", xla_ops_allowed())
+    def _twin(self):
+        """The model's float32 twin when this thread's engine calls decode
+        with it (`decoding.precision.decoding_twin`), else None (the model
+        itself)."""
+        return decoding_twin(self.model)
+
+    @property
+    def compute_dtype(self):
+        """The dtype this thread's engine calls compute in: float32 with the
+        float32 twin, else the model's `compute_dtype`."""
+        return "float32" if self._twin() is not None else self.model.compute_dtype
+
+    def _stepped(self, twin=None):
+        """The model (or its float32 `twin`) with compiled `encode` and
+        `decode_step` (one per `xla_ops_allowed()` state, read when they
+        trace). Call under `self._lock`."""
+        key = ("stepped", xla_ops_allowed(), twin is not None)
         if key not in self._objects:
-            self._objects[key] = CompiledSteps(self.model)
+            self._objects[key] = (CompiledSteps(self.model) if twin is None else CompiledSteps(
+                twin, lambda fn: reading(twin, self.model, fn)))
         return self._objects[key]
 
     def memo(self, key, make):
@@ -209,8 +235,7 @@ class Engine:
     def teacher_forced(self, method="attention_details"):
         """`model.<method>` (`attention_details`, `attention_scores`) on
         `([B, S], [B, T])` ids."""
-        return self.work(("teacher_forced", method), lambda model: getattr(self.model, method),
-                         2)
+        return self.work(("teacher_forced", method), lambda model: getattr(model, method), 2)
 
     def warm_up(self, settings, jit_compile=False, wait=False):
         """Builds the graph of `settings`' search (and with `jit_compile`
@@ -448,4 +473,5 @@ class Engine:
         return translations, scores, output_ids
 
 
-__all__ = ["COMPILE_MODES", "Engine", "Work", "compile_mode", "engine_of", "pad_to_bucket"]
+__all__ = ["COMPILE_MODES", "DECODING_DTYPES", "Engine", "Work", "compile_mode", "decoding_dtype",
+           "engine_of", "pad_to_bucket"]
