@@ -102,6 +102,17 @@ _TWIN_ATTRIBUTE = "_keras_attention_float32_twin"
 _TWIN_LOCK = threading.Lock()
 
 
+class _Twins:
+    """The twins of one model by policy name, kept on the model. A plain
+    object, never a dict or a list: Keras' saving walks a model's
+    attributes and the dicts and lists in them for layers to save, and it
+    would save a twin's (a run's checkpoints then missed the model's own
+    weights and could not be read back)."""
+
+    def __init__(self):
+        self.by_policy = {}
+
+
 def decoding_twin(model, mode=None):
     """The float32 twin `model` is decoded with in `mode` (`decodes_in_float32`),
     else None (the model itself). Made once per model and kept on it (past
@@ -112,11 +123,11 @@ def decoding_twin(model, mode=None):
     with _TWIN_LOCK:
         twins = getattr(model, _TWIN_ATTRIBUTE, None)
         if twins is None:
-            twins = {}
+            twins = _Twins()
             object.__setattr__(model, _TWIN_ATTRIBUTE, twins)
-        if "float32" not in twins:
-            twins["float32"] = stateless_twin(model, "float32")
-        return twins["float32"]
+        if "float32" not in twins.by_policy:
+            twins.by_policy["float32"] = stateless_twin(model, "float32")
+        return twins.by_policy["float32"]
 
 
 __all__ = ["DECODING_DTYPES", "decoding_dtype", "decoding_dtype_setting", "decoding_twin",

@@ -15,6 +15,7 @@ from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
 from keras_attention.decoding import greedy_search
 from keras_attention.export import export_translator, next_version
 from keras_attention.translation import Translator, translate
+from keras_attention.translation.engine import decoding_dtype
 from recipes.translation.runs import load_run
 from tests.helpers import FRESH_PROCESS, SENTENCES
 
@@ -435,16 +436,20 @@ def test_export_under_another_dtype_policy(run, tmp_path):
         np.testing.assert_array_equal(a, b)  # variables stay float32 under mixed policies
     loaded = tf.saved_model.load(path)
     outputs = loaded.signatures["serving_default"](text=tf.constant(SENTENCES))
-    _, expected = translate(served, source, target, SENTENCES, beam_size=config.beam_size,
-                            length_penalty=config.length_penalty, verbose=0)
+    # The SavedModel computes in the model's policy (bfloat16; no float32
+    # twin, docs/decoding.md), so the reference does too.
+    with decoding_dtype("model"):
+        _, expected = translate(served, source, target, SENTENCES, beam_size=config.beam_size,
+                                length_penalty=config.length_penalty, verbose=0)
     np.testing.assert_allclose(outputs["score"].numpy(), expected, rtol=1e-3, atol=1e-3)
     # The `score` signature in bfloat16 too: the bfloat16 Translator's forced decoding.
     translations = [t.decode() for t in outputs["translation"].numpy()]
     sources, targets = SENTENCES + [""], translations + [""]
     scored = loaded.signatures["score"](source=tf.constant(sources), target=tf.constant(targets))
     assert {name: value.dtype for name, value in scored.items()} == SCORE_OUTPUTS
-    ours = Translator(served, source, target, beam_size=config.beam_size,
-                      length_penalty=config.length_penalty).score(sources, targets)
+    with decoding_dtype("model"):
+        ours = Translator(served, source, target, beam_size=config.beam_size,
+                          length_penalty=config.length_penalty).score(sources, targets)
     assert scored["length"].numpy().tolist() == [len(e.ids) for e in ours]
     for name, value in (("log_prob", [e.log_prob for e in ours]),
                         ("score", [e.score for e in ours])):
