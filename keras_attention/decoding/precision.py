@@ -103,14 +103,17 @@ _TWIN_LOCK = threading.Lock()
 
 
 class _Twins:
-    """The twins of one model by policy name, kept on the model. A plain
+    """The float32 twins of one model by its number of variables, kept on
+    the model: LoRA (`enable_lora`) or `quantize` after a twin was made add
+    variables that twin would not read, so another is asked for (refused,
+    None, where its variables no longer pair up). A plain
     object, never a dict or a list: Keras' saving walks a model's
     attributes and the dicts and lists in them for layers to save, and it
     would save a twin's (a run's checkpoints then missed the model's own
     weights and could not be read back)."""
 
     def __init__(self):
-        self.by_policy = {}
+        self.by_count = {}
 
 
 def decoding_twin(model, mode=None):
@@ -125,9 +128,10 @@ def decoding_twin(model, mode=None):
         if twins is None:
             twins = _Twins()
             object.__setattr__(model, _TWIN_ATTRIBUTE, twins)
-        if "float32" not in twins.by_policy:
-            twins.by_policy["float32"] = stateless_twin(model, "float32")
-        return twins.by_policy["float32"]
+        count = len(model.variables)
+        if count not in twins.by_count:
+            twins.by_count[count] = stateless_twin(model, "float32")
+        return twins.by_count[count]
 
 
 __all__ = ["DECODING_DTYPES", "decoding_dtype", "decoding_dtype_setting", "decoding_twin",

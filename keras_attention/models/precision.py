@@ -176,7 +176,7 @@ def reading(twin, model, fn):
     pairs = list(zip(twin.variables, model.variables))
 
     def run(*args, **kwargs):
-        with keras.StatelessScope(state_mapping=[(t, m) for t, m in pairs]):
+        with keras.StatelessScope(state_mapping=pairs):
             return fn(*args, **kwargs)
 
     return run

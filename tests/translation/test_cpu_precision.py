@@ -10,7 +10,11 @@ import numpy as np
 import pytest
 
 from keras_attention import Translator
-from keras_attention.decoding.precision import decodes_in_float32, decoding_dtype
+from keras_attention.decoding.precision import (
+    decodes_in_float32,
+    decoding_dtype,
+    decoding_twin,
+)
 from keras_attention.models.precision import stateless_twin, with_dtype_policy
 from tests.helpers import ENGLISH, untrained_translator
 
@@ -128,8 +132,12 @@ def test_a_twin_only_for_mixed_models_whose_variables_pair_up():
     twin = stateless_twin(mixed.model)
     assert twin.compute_dtype == "float32"
     assert all(v._value is None for v in twin.variables)  # noqa: SLF001 - no values held
+    assert decoding_twin(mixed.model) is not None  # made and kept on the model
     mixed.model.decoder_blocks[0].self_attention.query_dense.enable_lora(2)
     assert stateless_twin(mixed.model) is None
+    # The kept twin is not used past it: it would not read the LoRA weights.
+    assert decoding_twin(mixed.model) is None
+    assert mixed.engine.compute_dtype == "bfloat16"
 
 
 def test_a_model_with_its_twin_saves_only_its_own_weights(tmp_path):
