@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from keras_attention import Translator
+from keras_attention.translation.compiled import forget_shared_programs
 from keras_attention.translation.engine import Engine, Work, compile_mode, engine_of
 from tests.helpers import ENGLISH, untrained_translator
 
@@ -22,7 +23,10 @@ SOURCES = ["the red book is on the table", "where is the cat", "", "we did not s
 
 @pytest.fixture
 def background(monkeypatch):
+    """Background compilation, and no programs of an earlier test's models
+    (engines of one configuration share them): this test's are built by it."""
     monkeypatch.setenv("KERAS_ATTENTION_COMPILE", "background")
+    forget_shared_programs()
 
 
 FAMILIES = {
@@ -98,10 +102,10 @@ def test_xla_programs_compile_in_the_background(background):
     work = translator.engine.search_work(translator.settings, jit_compile=True)
     expected = translator.translate(SOURCES[:2])  # eager; queues the graph
     translator.engine.wait()
-    assert work.ready and not work._xla_ready
+    assert work.ready and not work.xla_ready
     assert translator.translate(SOURCES[:2]) == expected  # the graph; queues the program
     translator.engine.wait()
-    assert len(work._xla_ready) == 1
+    assert len(work.xla_ready) == 1
     assert translator.translate(SOURCES[:2]) == expected  # the XLA program
 
 
@@ -116,7 +120,7 @@ def test_programs_compiled_in_wait_mode_serve_the_later_calls(background, monkey
     work = translator.engine.search_work(translator.settings, jit_compile=True)
     with compile_mode("wait"):
         expected = translator.translate(SOURCES[:2])
-    assert len(work._xla_ready) == 1 and not work.ready
+    assert len(work.xla_ready) == 1 and not work.ready
 
     def refuse(*args):
         raise AssertionError("a warmed-up shape ran without its XLA program")
@@ -161,6 +165,36 @@ def test_a_model_and_its_engine_are_freed_with_the_last_reference():
     del translator
     gc.collect()
     assert model() is None and engine() is None
+
+
+def test_models_of_one_configuration_share_their_programs():
+    """A second model of the first's configuration, with other weights, runs
+    the graph traced for the first (no new trace) on its own weights: its
+    translations are those of its own op-by-op path, and follow its weights
+    when they change. The shared programs keep neither model alive."""
+    import gc
+    import weakref
+
+    forget_shared_programs()
+    first, second = untrained_translator(), untrained_translator()
+    expected = first.translate(SOURCES)
+    work, other = (t.engine.search_work(t.settings) for t in (first, second))
+    assert other.programs is work.programs and other.ready
+    assert work.programs.graph.experimental_get_tracing_count() == 1
+    assert second.translate(SOURCES) != expected  # its weights, not the first model's
+    assert work.programs.graph.experimental_get_tracing_count() == 1
+    rows = second.engine.pad(second.engine.tokenize(SOURCES))
+    ids, scores = other.graph(rows)
+    own_ids, own_scores = other.eager_fn(rows)  # the second model's own path
+    np.testing.assert_array_equal(ids, own_ids)
+    np.testing.assert_allclose(scores, own_scores, rtol=1e-5, atol=1e-5)
+    second.model.set_weights(first.model.get_weights())
+    assert second.translate(SOURCES) == expected
+    assert work.programs.graph.experimental_get_tracing_count() == 1
+    model = weakref.ref(first.model)
+    del first, work
+    gc.collect()
+    assert model() is None
 
 
 def test_threads_get_the_sequential_results_batched_together(background, monkeypatch):
@@ -276,4 +310,4 @@ def test_the_shipped_preset_answers_alike_on_every_path(policy, background, monk
         assert texts == first
         np.testing.assert_allclose(scores, first_scores, rtol=tolerance, atol=tolerance)
     work = translator.engine.search_work(translator.settings, jit_compile=True)
-    assert work.ready and work._xla_ready
+    assert work.ready and work.xla_ready

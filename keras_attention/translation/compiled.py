@@ -10,7 +10,10 @@ for it.
 """
 
 import atexit
+import collections
 import contextlib
+import functools
+import json
 import os
 import queue
 import threading
@@ -21,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention.decoding.precision import thread_setting
+from keras_attention.models.precision import quantization_of, stateless_twin
 
 IDS = tf.TensorSpec([None, None], tf.int32)
 
@@ -185,42 +189,175 @@ class CompiledSteps:
         return self._step(*arguments)
 
 
-class Work:
-    """One computation of the engine (`fn`, a function of int32 `[B, L]`
-    id tensors made of `keras.ops`) and its compiled forms: a tf.function
-    graph with one trace for every shape and, with `jit_compile`, an XLA
-    program per concrete shape. Calling it never waits for a compilation
-    (the module's docstring): until the graph is built it runs `eager_fn`
-    (default `fn`: the same computation, e.g. over `CompiledSteps`);
-    `build(*args)` builds the graph now."""
+class Programs:
+    """The compiled forms of one computation, `fn` (a function of int32
+    `[B, L]` id tensors made of `keras.ops` on `template`, a model): a
+    tf.function graph with one trace for every shape and, with
+    `jit_compile`, an XLA program per concrete shape (on JAX one `jax.jit`
+    program per shape). Each is a function of `(values, *ids)`: `values`
+    the variables `template`'s are read from (a `StatelessScope` maps them),
+    so engines of models with one configuration (`shared_programs`: a
+    stateless template of it) run the same traces and programs on their
+    own weights, and a model's programs follow its weights after `fit` or
+    `load_weights` (the reads are the program's own). What has been built
+    (`graph_ready`, `xla_ready`) is the programs', whichever engine built
+    it."""
 
-    def __init__(self, engine, name, fn, num_args, jit_compile=False, eager_fn=None):
-        self.name, self.fn, self._engine = name, fn, engine
-        self.eager_fn = eager_fn or fn
-        self._jax = _jax_program(fn, engine.model) if _on_jax() else None
-        signature = [IDS] * num_args
-        self.graph = tf.function(fn, input_signature=signature, autograph=False)
-        self.xla = (tf.function(fn, input_signature=signature, jit_compile=True,
-                                autograph=False) if jit_compile else None)
-        self._graph_ready = threading.Event()
-        self._graph_queued = False
-        self._xla_ready, self._xla_queued = set(), set()
-        self._lock = threading.Lock()
+    def __init__(self, name, fn, template, num_args, jit_compile=False):
+        self.name, self.num_args = name, num_args
+        variables = list(template.variables)
+
+        def bound(values, *ids):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values))):
+                return fn(*ids)
+
+        self.bound = bound
+        self.jax = self.graph = self.xla = None
+        if _on_jax():
+            import jax
+
+            self.jax = jax.jit(bound)
+        else:
+            self.graph = tf.function(bound, autograph=False)
+            if jit_compile:
+                self.xla = tf.function(bound, autograph=False, jit_compile=True)
+        self.graph_ready = threading.Event()
+        self.graph_queued = False
+        self.xla_ready, self.xla_queued = set(), set()
+        self.lock = threading.Lock()
+
+    def concrete(self, kind, values):
+        """The `"graph"` or `"xla"` function's one trace for every `[None,
+        None]` ids and variables of `values`' shapes (traced now if it is not
+        yet): its calls skip the tf.function's dispatch on the arguments'
+        types (measured: 3 ms a call for 150 variables)."""
+        return getattr(self, kind).get_concrete_function(values, *[IDS] * self.num_args)
+
+
+# Programs shared by the engines of models of one configuration (issue 69:
+# a test process or a Beam worker that loads a model of a known
+# configuration runs the traces and XLA programs already built, ~1-4 s each
+# on 2 cores): a few recent configurations' stateless templates (no weights)
+# and their programs, oldest dropped first. An engine keeps its own Works'
+# programs; only their reuse by later engines is bounded.
+_TEMPLATES, _PROGRAMS = collections.OrderedDict(), collections.OrderedDict()
+_SHARED_LOCK = threading.Lock()
+MAX_TEMPLATES, MAX_PROGRAMS = 8, 64
+
+
+def configuration(model, dtype_policy):
+    """What makes the programs of `model` computed in `dtype_policy` (a
+    name) the same as another's: its class, its config but the policy, and
+    its weights' paths, shapes and dtypes; None where it cannot say (a
+    quantized model, a policy map, a config JSON cannot hold). Not its
+    name: two loads of one preset are named `transformer`, `transformer_1`."""
+    if (not isinstance(model.dtype_policy, keras.dtype_policies.DTypePolicy)
+            or isinstance(model.dtype_policy, keras.dtype_policies.DTypePolicyMap)
+            or quantization_of(model) is not None):
+        return None
+    try:
+        config = json.dumps({k: v for k, v in model.get_config().items()
+                             if k not in ("dtype", "name")}, sort_keys=True)
+    except (TypeError, ValueError, NotImplementedError):
+        return None
+    prefix = f"{model.name}/"  # the model's own name differs between instances
+    return (type(model), config, dtype_policy,
+            tuple((w.path.removeprefix(prefix), tuple(w.shape), str(w.dtype))
+                  for w in model.weights))
+
+
+def _remember(store, key, make, limit):
+    """`store[key]`, made by `make()` if missing (None too: a configuration
+    without a template is not tried again); the most recently used last, the
+    oldest dropped past `limit`. Under `_SHARED_LOCK`."""
+    if key not in store:
+        store[key] = make()
+        while len(store) > limit:
+            store.popitem(last=False)
+    store.move_to_end(key)
+    return store[key]
+
+
+def shared_programs(model, dtype_policy, key, make_fn, num_args, jit_compile=False):
+    """The `Programs` of `make_fn(template)` for the work `key` of models of
+    `model`'s configuration computed in `dtype_policy`, shared with every
+    engine asking for the same; None where `model` has no shareable
+    configuration (`configuration`) or no stateless template (LoRA enabled:
+    `models.precision.stateless_twin`)."""
+    config = configuration(model, dtype_policy)
+    if config is None:
+        return None
+    with _SHARED_LOCK:
+        template = _remember(_TEMPLATES, config,
+                             lambda: stateless_twin(model, dtype_policy), MAX_TEMPLATES)
+        if template is None:
+            return None
+        return _remember(
+            _PROGRAMS, (config, key),
+            lambda: Programs(str(key[0]), make_fn(template), template, num_args, jit_compile),
+            MAX_PROGRAMS)
+
+
+def forget_shared_programs():
+    """Drops every shared template and program (engines keep theirs): the
+    next engine of any configuration traces and compiles anew."""
+    with _SHARED_LOCK:
+        _TEMPLATES.clear()
+        _PROGRAMS.clear()
+
+
+class Work:
+    """One computation of an engine: its `Programs` run on the engine's
+    model's variables, never making a caller wait for a compilation (the
+    module's docstring): until the graph is built it runs `eager_fn` (the
+    same computation op by op, e.g. over `CompiledSteps`); `build(*args)`
+    builds the graph now. `graph(*args)` and `xla(*args)` (None without
+    `jit_compile`) run the compiled forms, `fn(*args)` the computation
+    itself (in a caller's trace)."""
+
+    def __init__(self, engine, programs, variables, eager_fn):
+        self.name, self.programs, self._engine = programs.name, programs, engine
+        self.eager_fn = eager_fn
+        variables = list(variables)
+        if programs.jax is not None:  # JAX: the variables' values of each call
+            self._values = lambda: [v.value for v in variables]
+        else:  # TensorFlow: the variables themselves; the programs read them
+            handles = [v.value for v in variables]
+            self._values = lambda: handles
+        self._concrete = {}
+        self.graph = functools.partial(self._run, "graph")
+        self.xla = None if programs.xla is None else functools.partial(self._run, "xla")
+
+    def fn(self, *args):
+        return self.programs.bound(self._values(), *args)
+
+    def _run(self, kind, *args):
+        if self.programs.jax is not None:
+            return self.programs.jax(self._values(), *(np.asarray(a, np.int32) for a in args))
+        function = self._concrete.get(kind)
+        if function is None:
+            function = self._concrete[kind] = self.programs.concrete(kind, self._values())
+        return function(self._values(), *args)
 
     @property
     def ready(self):
         """Whether the graph is built (calls no longer run eagerly)."""
-        return self._graph_ready.is_set()
+        return self.programs.graph_ready.is_set()
+
+    @property
+    def xla_ready(self):
+        """The shapes (a tuple of each argument's) whose XLA program is built."""
+        return self.programs.xla_ready
 
     def __call__(self, *args):
-        if self._jax is not None:
-            self._graph_ready.set()
-            return self._jax(*(np.asarray(a, np.int32) for a in args))
+        if self.programs.jax is not None:
+            self.programs.graph_ready.set()
+            return self.graph(*args)
         args = [tf.convert_to_tensor(a, tf.int32) for a in args]
         background = background_enabled()
         if self.xla is not None:
             shape = tuple(tuple(a.shape) for a in args)
-            if shape in self._xla_ready or not background:
+            if shape in self.xla_ready or not background:
                 return self.run_xla(*args)
             if self.ready:
                 self._queue_xla(shape, args)
@@ -239,30 +376,30 @@ class Work:
         mode: a program compiled by a call in `"wait"` mode (a warm-up) is not
         compiled again, nor passed over for the graph or the eager path."""
         outputs = self.xla(*args)
-        self._xla_ready.add(tuple(tuple(a.shape) for a in args))
+        self.xla_ready.add(tuple(tuple(a.shape) for a in args))
         return outputs
 
     def build(self, *args):
         """Builds the graph (traced and instantiated on `args`) and returns
         its outputs on them."""
-        if self._jax is not None:
+        if self.programs.jax is not None:
             return self(*args)
         outputs = self.graph(*args)
-        self._graph_ready.set()
+        self.programs.graph_ready.set()
         return outputs
 
     def _queue_graph(self, args):
-        with self._lock:
-            if self._graph_queued:
+        with self.programs.lock:
+            if self.programs.graph_queued:
                 return
-            self._graph_queued = True
+            self.programs.graph_queued = True
         self._engine.builder.submit(lambda: self.build(*args))
 
     def _queue_xla(self, shape, args):
-        with self._lock:
-            if shape in self._xla_queued:
+        with self.programs.lock:
+            if shape in self.programs.xla_queued:
                 return
-            self._xla_queued.add(shape)
+            self.programs.xla_queued.add(shape)
 
         self._engine.builder.submit(lambda: self.run_xla(*args))
 
@@ -271,13 +408,6 @@ def _on_jax():
     return keras.backend.backend() == "jax"
 
 
-def _jax_program(fn, model):
-    """`fn` as one `jax.jit` program per shape, the model's variables its
-    arguments (`_jax.jit_reading`: never their values of the first call)."""
-    from keras_attention._jax import jit_reading
-
-    return jit_reading(fn, model.variables)
-
-
-__all__ = ["BUILDER", "COMPILE_MODES", "IDS", "Builder", "CompiledSteps", "Work",
-           "background_enabled", "compile_mode"]
+__all__ = ["BUILDER", "COMPILE_MODES", "IDS", "Builder", "CompiledSteps", "Programs", "Work",
+           "background_enabled", "compile_mode", "configuration", "forget_shared_programs",
+           "shared_programs"]

@@ -42,6 +42,10 @@ never makes a caller wait for a compilation.
    length) also gets an XLA program (2-4x faster per step), compiled in
    the background the first time the shape is seen; its batches run the
    graph until the program is ready.
+4. The graph and programs are functions of the weights: the engines of
+   models of one configuration (a preset loaded again, a Beam worker's
+   model, a test's) share them, traced and compiled once a process
+   (`compiled.shared_programs`).
 
 The three paths compute the same formula with the same operations; their
 numbers agree to float32 rounding (the tokens are the same but for exact
@@ -74,9 +78,11 @@ from keras_attention.translation.compiled import (
     COMPILE_MODES,
     IDS,
     CompiledSteps,
+    Programs,
     Work,
     background_enabled,
     compile_mode,
+    shared_programs,
 )
 
 # The engines of each model: one per (model, source tokenizer, target
@@ -162,19 +168,28 @@ class Engine:
         """The `Work` of `key` (any hashable naming what it computes; the
         state that tracing reads, `xla_ops_allowed()` and the decoding
         precision, is added), made with `make_fn(model)` on first use: its
-        graph's function of the model itself (or of its float32 twin,
-        `decoding.precision`), its eager path's of that model with compiled
+        programs' function of a stateless model of this one's configuration
+        and decoding precision, shared with every engine of that
+        configuration (`compiled.shared_programs`: traced and compiled once
+        a process), else of the model itself (or of its float32 twin,
+        `decoding.precision`); its eager path's of this model with compiled
         steps (`stepped`)."""
         with self._lock:
             twin = self._twin()
             key = (key, xla_ops_allowed(), bool(jit_compile), twin is not None)
             if key not in self._works:
                 if twin is None:
-                    fn, eager_fn = make_fn(self.model), make_fn(self._stepped())
+                    eager_fn = make_fn(self._stepped())
                 else:
-                    fn = reading(twin, self.model, make_fn(twin))
                     eager_fn = reading(twin, self.model, make_fn(self._stepped(twin)))
-                self._works[key] = Work(self, str(key[0]), fn, num_args, jit_compile, eager_fn)
+                policy = "float32" if twin is not None else self.model.dtype_policy.name
+                programs = shared_programs(self.model, policy, key, make_fn, num_args,
+                                           jit_compile)
+                if programs is None:  # the model's own (quantized, LoRA, ...)
+                    template = self.model if twin is None else twin
+                    programs = Programs(str(key[0]), make_fn(template), template, num_args,
+                                        jit_compile)
+                self._works[key] = Work(self, programs, self.model.variables, eager_fn)
             return self._works[key]
 
     def _twin(self):
