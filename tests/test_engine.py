@@ -21,12 +21,16 @@ SOURCES = ["the red book is on the table", "where is the cat", "", "we did not s
            "the small green house is near the big old church by the river"]
 
 
+@pytest.fixture(autouse=True)
+def own_programs():
+    """No programs of an earlier test's models (the engines of one
+    configuration share them): what these tests see built, they built."""
+    forget_shared_programs()
+
+
 @pytest.fixture
 def background(monkeypatch):
-    """Background compilation, and no programs of an earlier test's models
-    (engines of one configuration share them): this test's are built by it."""
     monkeypatch.setenv("KERAS_ATTENTION_COMPILE", "background")
-    forget_shared_programs()
 
 
 FAMILIES = {
@@ -175,7 +179,6 @@ def test_models_of_one_configuration_share_their_programs():
     import gc
     import weakref
 
-    forget_shared_programs()
     first, second = untrained_translator(), untrained_translator()
     expected = first.translate(SOURCES)
     work, other = (t.engine.search_work(t.settings) for t in (first, second))
