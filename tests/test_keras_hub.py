@@ -31,7 +31,14 @@ pytestmark = pytest.mark.slow  # builds and decodes whole models (out of the qui
 @pytest.fixture(scope="module")
 def untrained():
     """An untrained tiny Translator: random weights give long, varied outputs,
-    so that equal translations mean equal searches."""
+    so that equal translations mean equal searches. Seeded here: a module's
+    fixture is built before the test's own seed (conftest), from whatever
+    the worker's previous test left, and some draws give beam search an
+    empty best translation (3 of 32 seeds tried: [END] among step one's 3
+    best, no longer hypothesis scoring above it)."""
+    import keras
+
+    keras.utils.set_random_seed(1337)
     return untrained_translator(beam_size=3, length_penalty=0.6, early_stopping=True)
 
 
