@@ -278,18 +278,22 @@ def _remember(store, key, make, limit):
     return store[key]
 
 
-def shared_programs(model, dtype_policy, key, make_fn, num_args, jit_compile=False):
+def shared_programs(model, dtype_policy, key, make_fn, num_args, jit_compile=False,
+                    template=None):
     """The `Programs` of `make_fn(template)` for the work `key` of models of
     `model`'s configuration computed in `dtype_policy`, shared with every
     engine asking for the same; None where `model` has no shareable
     configuration (`configuration`) or no stateless template (LoRA enabled:
-    `models.precision.stateless_twin`)."""
+    `models.precision.stateless_twin`). `template`: a stateless model of
+    that configuration already made (the model's float32 twin), used rather
+    than another when the configuration has none yet."""
     config = configuration(model, dtype_policy)
     if config is None:
         return None
     with _SHARED_LOCK:
         template = _remember(_TEMPLATES, config,
-                             lambda: stateless_twin(model, dtype_policy), MAX_TEMPLATES)
+                             lambda: template or stateless_twin(model, dtype_policy),
+                             MAX_TEMPLATES)
         if template is None:
             return None
         return _remember(

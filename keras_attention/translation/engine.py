@@ -184,7 +184,7 @@ class Engine:
                     eager_fn = reading(twin, self.model, make_fn(self._stepped(twin)))
                 policy = "float32" if twin is not None else self.model.dtype_policy.name
                 programs = shared_programs(self.model, policy, key, make_fn, num_args,
-                                           jit_compile)
+                                           jit_compile, template=twin)
                 if programs is None:  # the model's own (quantized, LoRA, ...)
                     template = self.model if twin is None else twin
                     programs = Programs(str(key[0]), make_fn(template), template, num_args,
