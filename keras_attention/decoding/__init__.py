@@ -19,7 +19,7 @@ share); `search`, which picks one by beam size, is defined here.
 
 from keras import ops
 
-from keras_attention.decoding._loop import empty_sources
+from keras_attention.decoding._loop import DROP_FINISHED_FROM, empty_sources
 from keras_attention.decoding.beam import beam_search, beam_search_trace
 from keras_attention.decoding.forced import next_token_log_probs, score_targets
 from keras_attention.decoding.greedy import greedy_search
@@ -37,7 +37,8 @@ from keras_attention.decoding.settings import (
 def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAULTS.beam_size,
            length_penalty=DEFAULTS.length_penalty, num_return_sequences=None,
            early_stopping=DEFAULTS.early_stopping,
-           length_penalty_form=DEFAULTS.length_penalty_form, target_prefix=None):
+           length_penalty_form=DEFAULTS.length_penalty_form, target_prefix=None,
+           drop_finished=False):
     """`greedy_search` when `beam_size == 1`, `beam_search` otherwise, both
     with `length_penalty` in `length_penalty_form` (`early_stopping` goes to `beam_search`; greedy
     search stops when its one hypothesis ends, whatever it says); returns
@@ -46,6 +47,7 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
     `num_return_sequences=n` (at most `beam_size`) the n best,
     `([B, n, L], [B, n])`. `target_prefix` (int `[B, P]`, 0-padded):
     target ids each output starts with, the search continuing from them.
+    `drop_finished` goes to `greedy_search` (beam search keeps its batch).
 
     Empty in, empty out: every result of an empty source (`empty_sources`:
     no token but padding and `end_id`) is `end_id` alone with score 0."""
@@ -55,7 +57,8 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
         tokens, scores = greedy_search(model, encoder_tokens, max_length, start_id, end_id,
                                        length_penalty=length_penalty,
                                        length_penalty_form=length_penalty_form,
-                                       target_prefix=target_prefix)
+                                       target_prefix=target_prefix,
+                                       drop_finished=drop_finished)
         if num_return_sequences is not None:
             tokens, scores = tokens[:, None], scores[:, None]
     else:
@@ -75,7 +78,8 @@ def search(model, encoder_tokens, max_length, start_id, end_id, beam_size=DEFAUL
     return tokens, scores
 
 
-__all__ = ["DEFAULTS", "DecodingSettings", "LENGTH_PENALTY_FORMS", "beam_search",
+__all__ = ["DEFAULTS", "DROP_FINISHED_FROM", "DecodingSettings", "LENGTH_PENALTY_FORMS",
+           "beam_search",
            "beam_search_trace",
            "check_early_stopping", "check_num_return_sequences", "empty_sources",
            "next_token_log_probs", "score_targets",

@@ -8,6 +8,8 @@ Shape legend: B batch, K beams, S source length, L maximum decoded length,
 V vocabulary size, D model depth.
 """
 
+import functools
+
 import keras
 import numpy as np
 from keras import ops
@@ -73,7 +75,7 @@ def _concrete_bool(x):
 
 
 def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
-               keep_going, reorder_cache=None, use_cache=True, beam_size=1):
+               keep_going, reorder_cache=None, use_cache=True, beam_size=1, unfinished=None):
     """Runs `update` for each step until `keep_going` is False.
 
     Args:
@@ -94,6 +96,12 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
             are projected once per sentence and the first step (the start
             token, the same in every beam) runs on B rows; its logits and
             caches are then repeated for the K beams.
+        unfinished: None, or `fn(state) -> [R] bool`, which rows still
+            decode, for a search whose rows are independent and whose every
+            state tensor has one row per row of the model's batch (greedy
+            search): over the cache, the rows left unfinished once at most a
+            quarter of them are continue gathered into a quarter of the
+            batch (`_dropping_finished_rows`).
 
     Returns:
         The final state.
@@ -101,14 +109,6 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
     if use_cache:
         lengths = cache_lengths(max_length)
         cache = model.initialize_cache(encoder_outputs, lengths[0])  # B rows
-
-        def body(i, state, cache):
-            logits, cache = model.decode_step(last_tokens(state, i), i, cache, encoder_mask)
-            state, order = update(state, i, _without_padding(logits))
-            if order is not None:
-                cache = reorder_cache(cache, order)
-            return i + 1, state, cache
-
         i = ops.convert_to_tensor(0, "int32")
         if beam_size > 1:
             batch_size = ops.shape(encoder_outputs)[0]
@@ -121,15 +121,10 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
             # The K rows of a sentence hold the same cache: no reordering.
             state, _ = update(state, i, _without_padding(_repeat_rows(logits, beam_size)))
             i = i + 1
-        for n, length in enumerate(lengths):
-            if n:  # a longer cache for the next positions (a no-op loop once done)
-                cache = _grow_self_attention_caches(cache, length)
-
-            def cond(i, state, cache, length=length):
-                return ops.logical_and(i < length, keep_going(state, i))
-
-            i, state, cache = ops.while_loop(cond, body, (i, state, cache))
-        return state
+        loop = _CachedLoop(model, lengths, last_tokens, update, keep_going, reorder_cache)
+        if unfinished is None:
+            return loop(i, state, cache, encoder_mask)[1]
+        return _dropping_finished_rows(loop, unfinished, i, state, cache, encoder_mask)
 
     if beam_size > 1:
         encoder_outputs = _repeat_rows(encoder_outputs, beam_size)  # [B*K, S, D]
@@ -141,6 +136,86 @@ def run_search(model, encoder_outputs, encoder_mask, max_length, state, last_tok
         logits = model.decode_full(prefix, encoder_outputs, encoder_mask)[:, -1, :]
         state, _ = update(state, i, _without_padding(logits))
     return state
+
+
+class _CachedLoop:
+    """The cached decoding loop from position `i`: for each self-attention
+    cache length of `lengths` (`cache_lengths`), an `ops.while_loop` over
+    the positions below it, the caches grown in between. `stop_early(state)`
+    (a bool scalar; None: never) also ends every loop: the loops after it
+    do nothing but grow the caches, so the caches have `lengths[-1]` slots
+    whichever position it stopped at (one shape: XLA)."""
+
+    def __init__(self, model, lengths, last_tokens, update, keep_going, reorder_cache):
+        self.model, self.lengths = model, lengths
+        self.last_tokens, self.update = last_tokens, update
+        self.keep_going, self.reorder_cache = keep_going, reorder_cache
+
+    def __call__(self, i, state, cache, encoder_mask, lengths=None, stop_early=None):
+        lengths = self.lengths if lengths is None else lengths
+
+        def body(i, state, cache):
+            logits, cache = self.model.decode_step(self.last_tokens(state, i), i, cache,
+                                                   encoder_mask)
+            state, order = self.update(state, i, _without_padding(logits))
+            if order is not None:
+                cache = self.reorder_cache(cache, order)
+            return i + 1, state, cache
+
+        def cond(i, state, cache, length):
+            go = ops.logical_and(i < length, self.keep_going(state, i))
+            if stop_early is not None:
+                go = ops.logical_and(go, ops.logical_not(stop_early(state)))
+            return go
+
+        for n, length in enumerate(lengths):
+            if n:  # a longer cache for the next positions (a no-op loop once done)
+                cache = _grow_self_attention_caches(cache, length)
+            i, state, cache = ops.while_loop(functools.partial(cond, length=length), body,
+                                             (i, state, cache))
+        return i, state, cache
+
+
+# The fewest rows whose finished rows a search drops (`_dropping_finished_rows`):
+# a quarter of them, 4 rows, pays for the loop at full length, and a smaller
+# batch keeps the cache lengths of `cache_lengths` to its end.
+DROP_FINISHED_FROM = 16
+
+
+def _dropping_finished_rows(loop, unfinished, i, state, cache, encoder_mask):
+    """`loop` (a `_CachedLoop`) from position `i`, where the rows still
+    unfinished once at most R/4 of the R rows are continue gathered into
+    R/4 rows: a batch whose outputs end early but for a few (a batch of 32
+    where 25 end at once and 7 run to the length limit) pays a quarter of
+    the batch for the rest, not the whole (CTranslate2 drops finished rows
+    from its batch at every step). The rows are independent, so each row's
+    results are those of the whole batch.
+
+    Shapes stay fixed (XLA; R/4 is a constant of each compiled shape), and
+    nothing is traced twice: the loop over R rows stops early, its caches
+    grown to the last length whatever the position; then R/4 rows, the
+    unfinished ones first, run one loop over those caches to the end (a
+    no-op when the first loop ended the search) and are written back. For
+    greedy search's few rows, attending over every slot of the cache costs
+    little beside the step's projections. A batch of fewer than
+    `DROP_FINISHED_FROM` rows (the SavedModel's batch is known only when it
+    runs) never stops early."""
+    rows = ops.shape(encoder_mask)[0]
+    kept = (rows + 3) // 4
+
+    def few(state):
+        return ops.logical_and(rows >= DROP_FINISHED_FROM,
+                               ops.sum(ops.cast(unfinished(state), "int32")) <= kept)
+
+    i, state, cache = loop(i, state, cache, encoder_mask, stop_early=few)
+    # The unfinished rows first (a stable sort keeps their order).
+    order = ops.argsort(ops.cast(ops.logical_not(unfinished(state)), "int32"))
+    index = ops.slice(order, (0,), (kept,))  # [R/4]
+    part = keras.tree.map_structure(lambda x: ops.take(x, index, axis=0),
+                                    (state, cache, encoder_mask))
+    part_state = loop(i, *part, lengths=loop.lengths[-1:])[1]
+    return keras.tree.map_structure(
+        lambda whole, part: ops.scatter_update(whole, index[:, None], part), state, part_state)
 
 
 def cache_lengths(max_length, first=16):

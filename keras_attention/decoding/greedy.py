@@ -19,7 +19,8 @@ from keras_attention.layers import update_slice
 
 def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
                   length_penalty=DEFAULTS.length_penalty, use_cache=True,
-                  length_penalty_form=DEFAULTS.length_penalty_form, target_prefix=None):
+                  length_penalty_form=DEFAULTS.length_penalty_form, target_prefix=None,
+                  drop_finished=False):
     """Decodes the most probable token at each step.
 
     The source is encoded once; each step runs only the new position through
@@ -43,6 +44,13 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
             starts with (0 after a row's prefix; no end token in it): the
             search is forced through them and continues from there; their
             log-probabilities count in the score.
+        drop_finished: over the cache, in a batch of 16 rows or more, once
+            at most a quarter of the rows are unfinished, they go on
+            gathered into a quarter of the batch (the same results; for
+            batches whose outputs end at very different positions: on a
+            model of OPUS-MT's size, 32 sentences of which 7 run to the
+            length limit, 1.7x the sentences/s). It costs one more loop to
+            trace and compile, so the engine asks for it from 16 rows.
 
     Returns:
         `(tokens, scores)`: int32 `tokens` `[B, L]` without the start token,
@@ -77,13 +85,14 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
         ops.zeros((batch_size,), "float32"),  # log P(Y|X) so far
         ops.zeros((batch_size,), "int32"),  # |Y|: tokens generated, end token included
         ops.zeros((batch_size,), "bool"),  # ended
-    )
+    ) + (() if prefix is None else (prefix,))  # every tensor one row per sentence
 
     def last_tokens(state, i):
-        return ops.slice(state[0], (0, i), (batch_size, 1))  # [B, 1]
+        return ops.slice(state[0], (0, i), (ops.shape(state[0])[0], 1))  # [B, 1]
 
     def update(state, i, logits):
-        sequences, log_probs_sum, lengths, finished = state
+        sequences, log_probs_sum, lengths, finished = state[:4]
+        prefix = state[4] if len(state) > 4 else None
         log_probs = force_prefix(ops.log_softmax(logits, axis=-1), prefix, i)  # [B, V]
         next_ids = ops.cast(ops.argmax(log_probs, axis=-1), "int32")  # [B]
         step = ops.take_along_axis(log_probs, next_ids[:, None], axis=-1)[:, 0]  # [B]
@@ -92,14 +101,15 @@ def greedy_search(model, encoder_tokens, max_length, start_id, end_id,
         lengths = ops.where(finished, lengths, ops.cast(i + 1, "int32"))
         sequences = update_slice(sequences, (0, i + 1), next_ids[:, None])
         finished = ops.logical_or(finished, ops.equal(next_ids, end_id))
-        return (sequences, log_probs_sum, lengths, finished), None
+        return (sequences, log_probs_sum, lengths, finished) + state[4:], None
 
     def keep_going(state, i):
         return ops.logical_not(ops.all(state[3]))
 
-    sequences, log_probs_sum, lengths, _ = run_search(
+    sequences, log_probs_sum, lengths = run_search(
         model, encoder_outputs, encoder_mask, max_length, state, last_tokens, update,
         keep_going, use_cache=use_cache,
-    )
+        unfinished=(lambda state: ops.logical_not(state[3])) if drop_finished else None,
+    )[:3]
     return sequences[:, 1:], normalized_score(log_probs_sum, lengths, length_penalty,
                                              length_penalty_form)

@@ -69,7 +69,7 @@ from keras_attention._constants import PAD_ID
 from keras_attention._validation import check_positive_int
 from keras_attention.data.pipeline import default_bucket_boundaries
 from keras_attention.data.tokenizers import END_ID, START_ID, tokenize_with_end
-from keras_attention.decoding import check_num_return_sequences, search
+from keras_attention.decoding import DROP_FINISHED_FROM, check_num_return_sequences, search
 from keras_attention.decoding.precision import DECODING_DTYPES, decoding_dtype, decoding_twin
 from keras_attention.layers import xla_ops_allowed
 from keras_attention.models.precision import reading
@@ -224,9 +224,10 @@ class Engine:
             return self._objects[("memo", key)]
 
     def search_work(self, settings, num_return_sequences=None, jit_compile=False,
-                    with_prefix=False):
+                    with_prefix=False, drop_finished=False):
         """The search of `settings` (a `DecodingSettings`): `(tokens [B, S]
-        (, prefix [B, P])) -> (ids [B, L] or [B, n, L], scores [B] or [B, n])`."""
+        (, prefix [B, P])) -> (ids [B, L] or [B, n, L], scores [B] or [B, n])`;
+        `drop_finished` goes to `greedy_search`."""
         max_length = settings.output_length(self.limit)
         settings = settings.replace(max_output_length=max_length)
 
@@ -234,18 +235,21 @@ class Engine:
             def run(tokens, prefix=None):
                 return search(model, tokens, max_length, START_ID, END_ID,
                               num_return_sequences=num_return_sequences,
-                              target_prefix=prefix, **settings.search_options())
+                              target_prefix=prefix, drop_finished=drop_finished,
+                              **settings.search_options())
             return run
 
-        return self.work(("search", settings, num_return_sequences, with_prefix), make,
-                         2 if with_prefix else 1, jit_compile)
+        return self.work(("search", settings, num_return_sequences, with_prefix, drop_finished),
+                         make, 2 if with_prefix else 1, jit_compile)
 
     def search_ids(self, encoder_tokens, settings, num_return_sequences=None,
                    target_prefix=None):
-        """The search on ids (plain `keras.ops`; the SavedModel traces it)."""
+        """The search on ids (plain `keras.ops`; the SavedModel traces it:
+        greedy search drops the finished rows of batches of 16 or more)."""
         return search(self.model, encoder_tokens, settings.output_length(self.limit),
                       START_ID, END_ID, num_return_sequences=num_return_sequences,
-                      target_prefix=target_prefix, **settings.search_options())
+                      target_prefix=target_prefix, drop_finished=True,
+                      **settings.search_options())
 
     def teacher_forced(self, method="attention_details"):
         """`model.<method>` (`attention_details`, `attention_scores`) on
@@ -452,7 +456,6 @@ class Engine:
         # Shortest first, so that a batch's sources have similar lengths. (Empty
         # in, empty out is the search's: an empty source gives [END] alone, "".)
         order = list(np.argsort([len(row) for row in ids], kind="stable"))
-        work = self.search_work(settings, n, jit_compile, target_prefixes is not None)
         count = len(ids)
         if n is None:
             translations, scores, output_ids = [""] * count, [0.0] * count, [[]] * count
@@ -467,6 +470,9 @@ class Engine:
             if target_prefixes is not None:
                 inputs.append(self.search_batch([target_prefixes[i] for i in batch],
                                                 jit_compile, batch_size))
+            # A large greedy batch drops its finished rows (`greedy_search`).
+            drop = settings.beam_size == 1 and len(inputs[0]) >= DROP_FINISHED_FROM
+            work = self.search_work(settings, n, jit_compile, target_prefixes is not None, drop)
             with compile_mode("background" if background else "wait"):
                 tokens, batch_scores = work(*inputs)
             tokens = keras.ops.convert_to_numpy(tokens)[: len(batch)]

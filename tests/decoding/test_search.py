@@ -467,3 +467,56 @@ def test_bad_prefixes_and_targets_are_named():
         score_targets(model, [[3, 4]], [3, END], START, END)
     with pytest.raises(ValueError, match="`length_penalty_form` must be one of"):
         score_targets(model, [[3, 4]], [[3, END]], START, END, length_penalty_form="x")
+
+
+def test_greedy_search_dropping_finished_rows_gives_each_rows_own_results(trained,
+                                                                          monkeypatch):
+    """A batch of 16 where 12 outputs end within 8 tokens and 4 are forced
+    through 20-token prefixes: with `drop_finished`, the 4 go on gathered
+    into 4 rows (a quarter of the batch) once the others have ended, and
+    every row gets the tokens and score of the whole batch's search; also
+    traced and compiled (XLA on TensorFlow: the quarter is a constant of
+    the compiled shape; `jax.jit`)."""
+    rng = np.random.default_rng(11)
+    src, _ = reverse_task(rng, 16)
+    prefix = np.zeros((16, 20), "int32")
+    long_rows = [2, 7, 11, 12]
+    prefix[long_rows] = rng.integers(*SYMBOLS, size=(4, 20))
+    rows_run = []
+    loop = _loop._CachedLoop.__call__
+
+    def recording(self, i, state, cache, encoder_mask, *args, **kwargs):
+        rows_run.append((int(encoder_mask.shape[0]), int(i)))  # rows, first position
+        return loop(self, i, state, cache, encoder_mask, *args, **kwargs)
+
+    monkeypatch.setattr(_loop._CachedLoop, "__call__", recording)
+    whole = [to_numpy(x) for x in greedy_search(trained, src, 30, START, END,
+                                                target_prefix=prefix)]
+    assert rows_run == [(16, 0)] and (whole[0] != 0).sum(axis=1)[long_rows].min() > 20
+    assert (whole[0] != 0).sum(axis=1).max(initial=0, where=prefix[:, 0] == 0) <= 8
+    dropping = [to_numpy(x) for x in greedy_search(trained, src, 30, START, END,
+                                                   target_prefix=prefix, drop_finished=True)]
+    # The loop over 16 rows, then from where the 12 had ended over the 4 unfinished.
+    (first, _), (rest, start) = rows_run[1:]
+    assert (first, rest) == (16, 4) and 1 < start <= 9, rows_run
+    np.testing.assert_array_equal(dropping[0], whole[0])
+    np.testing.assert_allclose(dropping[1], whole[1], rtol=1e-5, atol=1e-5)
+    monkeypatch.undo()
+
+    def run(src, prefix):
+        return greedy_search(trained, src, 30, START, END, target_prefix=prefix,
+                             drop_finished=True)
+
+    if keras.backend.backend() == "jax":
+        import jax
+
+        compiled = jax.jit(run)
+    else:
+        import tensorflow as tf
+
+        spec = tf.TensorSpec([None, None], tf.int32)
+        compiled = tf.function(run, jit_compile=True, input_signature=[spec, spec],
+                               autograph=False)
+    tokens, scores = (to_numpy(x) for x in compiled(src, prefix))
+    np.testing.assert_array_equal(tokens, whole[0])
+    np.testing.assert_allclose(scores, whole[1], rtol=1e-5, atol=1e-5)
