@@ -37,7 +37,8 @@ Optional parts: transformers and torch (for the model itself, the
 transformers system and CTranslate2's converter) install apart from the
 project, e.g. `pip install --target /work/hf-bench torch==2.13.0
 transformers sentencepiece` (the CPU wheel), named by `--extra-path` (or
-OPUS_MT_EXTRA_PATH), appended to sys.path; `pip install ctranslate2`. A
+OPUS_MT_EXTRA_PATH), appended to sys.path (put first in the transformers
+system's own process); `pip install ctranslate2`. A
 system whose parts are missing is skipped with a message, and recorded so.
 `--folder` races an existing Marian folder (e.g. a fixture of
 tests/fixtures/marian) instead of building one.
@@ -320,7 +321,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     extra = [p for p in args.extra_path.split(os.pathsep) if p]
     if args.worker:
-        sys.path += extra
+        if args.worker == "transformers_float32":
+            # Its process imports torch and transformers alone: their folder's versions
+            # (transformers pins tokenizers) go before the project's.
+            sys.path[:0] = extra
+        else:
+            sys.path += extra
         spec = json.loads(args.worker_args)
         if args.worker == "export":
             _export(spec["folder"], spec["export_dir"])
