@@ -321,3 +321,33 @@ def test_the_shipped_preset_answers_alike_on_every_path(policy, background, monk
         np.testing.assert_allclose(scores, first_scores, rtol=tolerance, atol=tolerance)
     work = translator.engine.search_work(translator.settings, jit_compile=True)
     assert work.ready and work.xla_ready
+
+
+@pytest.mark.slow  # the preset's greedy search traced twice, with and without the drop
+def test_a_large_greedy_batch_drops_its_finished_rows_with_the_same_results(monkeypatch):
+    """20 sentences in one batch (short ones whose outputs end early, long
+    ones that go on): the engine runs the search that drops finished rows
+    (`greedy_search(drop_finished=True)`, from `DROP_FINISHED_FROM` rows),
+    and gives what the whole batch's search gives; a batch of fewer rows
+    runs the plain search."""
+    from keras_attention.translation import engine as engine_module
+
+    translator = Translator.from_preset("tatoeba_en_es", beam_size=1, jit_compile=False)
+    sentences = (["Yes.", "Thank you.", "Good morning.", "I am here.", "Hello.", "No."] * 2
+                 + ENGLISH)  # 12 short, 8 long
+    asked, search_work = [], Engine.search_work
+
+    def recording(self, *args, **kwargs):
+        asked.append(args[4] if len(args) > 4 else kwargs.get("drop_finished", False))
+        return search_work(self, *args, **kwargs)
+
+    monkeypatch.setattr(Engine, "search_work", recording)
+    texts, scores = translator.translate(sentences, return_scores=True)
+    assert asked == [True] and texts[2] == "Buenos días." and all(texts)
+    monkeypatch.setattr(engine_module, "DROP_FINISHED_FROM", len(sentences) + 1)
+    whole, whole_scores = translator.translate(sentences, return_scores=True)
+    assert asked == [True, False]
+    assert texts == whole
+    np.testing.assert_allclose(scores, whole_scores, rtol=1e-5, atol=1e-5)
+    translator.translate(sentences[:15])
+    assert asked[-1] is False
