@@ -208,7 +208,7 @@ def _dropping_finished_rows(loop, unfinished, i, state, cache, encoder_mask):
                                ops.sum(ops.cast(unfinished(state), "int32")) <= kept)
 
     i, state, cache = loop(i, state, cache, encoder_mask, stop_early=few)
-    # The unfinished rows first (a stable sort keeps their order).
+    # The unfinished rows first (in any order: when at most R/4 are, all are kept).
     order = ops.argsort(ops.cast(ops.logical_not(unfinished(state)), "int32"))
     index = ops.slice(order, (0,), (kept,))  # [R/4]
     part = keras.tree.map_structure(lambda x: ops.take(x, index, axis=0),
